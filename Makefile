@@ -1,0 +1,51 @@
+# bulkhead: PGXS build and the PostgreSQL-style test suites.
+#
+#   make && make install            build and install into pg_config's server
+#   make installcheck               pg_regress, isolation and TAP suites, each
+#                                   against a throwaway preloaded instance
+#                                   (run as a non-root user: initdb refuses root)
+#   make demo                       scripts/demo.sh: a narrated throwaway cluster
+
+EXTENSION = bulkhead
+MODULE_big = bulkhead
+OBJS = \
+	src/bulkhead.o \
+	src/shmem.o \
+	src/permit.o \
+	src/scope.o \
+	src/guard.o \
+	src/worker.o \
+	src/catalog.o \
+	src/functions.o \
+	src/stats.o \
+	src/views.o
+DATA = sql/bulkhead--1.0.sql
+PG_CPPFLAGS = -I$(srcdir)/src
+PG_CFLAGS = -Wall -Werror
+
+# pg_regress: sql/<name>.sql against expected/<name>.out
+REGRESS = setup workload_table permits scopes guards errors stats
+REGRESS_OPTS = --temp-instance=./tmp_check_regress \
+	--temp-config=$(srcdir)/test/regress.conf
+
+# isolation: test/specs/<name>.spec against test/expected/<name>.out
+ISOLATION = reject_full wait_timeout handoff cancel_waiter limit_raise \
+	xact_release session_kept
+ISOLATION_OPTS = --inputdir=$(srcdir)/test \
+	--temp-instance=./tmp_check_iso \
+	--temp-config=$(srcdir)/test/isolation.conf
+
+# TAP: test/t/*.pl (PostgreSQL::Test::Cluster)
+TAP_TESTS = 1
+PROVE_TESTS = test/t/*.pl
+
+EXTRA_CLEAN = tmp_check_regress tmp_check_iso output_iso results \
+	regression.diffs regression.out
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+.PHONY: demo
+demo:
+	bash $(srcdir)/scripts/demo.sh

@@ -1,0 +1,206 @@
+/*-------------------------------------------------------------------------
+ *
+ * bulkhead.h
+ *	  Shared declarations of the bulkhead extension: shared-memory layout,
+ *	  GUC variables and the functions the source files call on each other.
+ *
+ * Shared state and its locks
+ * --------------------------
+ * BulkheadShared (one per cluster) holds a directory of workload slots and
+ * a table of permit entries, BULKHEAD_PERMITS_PER_BACKEND per PGPROC.
+ *
+ * - The directory lock (shared->dir_lock) protects, in every slot: in_use,
+ *   name, and the assignment of a slot to a name.  The worker takes it
+ *   exclusively to add or remove workloads; a backend takes it shared to
+ *   look a name up.  A slot's name never changes while any permit entry
+ *   points at the slot (the slot stays in_use until it is drained).
+ * - Each slot's own LWLock (slot->lock) protects everything else in the
+ *   slot: config, defined, running, queued, the holders and waiters lists,
+ *   stats, and every permit entry linked into those lists (state, since,
+ *   queued_at, the link itself).  Lock order: dir_lock before a slot lock;
+ *   never two slot locks at once.
+ * - A permit entry's workload field is set by its owner backend, under the
+ *   slot lock of the workload it names, while the entry is free; it is
+ *   cleared (-1) under that same lock when the entry is unlinked.
+ * - shared->config_requested is atomic; worker_procno is written by the
+ *   worker only (at start and exit) and read without a lock (an aligned int).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BULKHEAD_H
+#define BULKHEAD_H
+
+#include "postgres.h"
+
+#include "datatype/timestamp.h"
+#include "lib/ilist.h"
+#include "port/atomics.h"
+#include "storage/lwlock.h"
+
+#define BULKHEAD_NAME_MAXLEN	63	/* bytes, without the terminator */
+#define BULKHEAD_MAX_ROLES		16
+#define BULKHEAD_HIST_BUCKETS	256 /* see stats.c */
+
+/* A guard that is NULL in the table (leave the session's value alone) */
+#define BULKHEAD_NO_GUARD		(-1)
+
+/*---- GUC variables (bulkhead.c) ----*/
+extern char *bulkhead_database;
+extern int	bulkhead_max_workloads;
+extern int	bulkhead_max_permits_per_backend;
+
+/* Permit scope, as shown in bulkhead_activity.scope */
+typedef enum BulkheadScope
+{
+	BULKHEAD_SCOPE_SESSION,
+	BULKHEAD_SCOPE_XACT,
+	BULKHEAD_SCOPE_AUTO
+} BulkheadScope;
+
+/* State of a permit entry in shared memory */
+typedef enum BulkheadEntryState
+{
+	BULKHEAD_ENTRY_FREE = 0,
+	BULKHEAD_ENTRY_WAITING,		/* linked in slot->waiters */
+	BULKHEAD_ENTRY_GRANTED		/* linked in slot->holders */
+} BulkheadEntryState;
+
+/* A workload's configuration, as the worker read it from the table */
+typedef struct BulkheadConfig
+{
+	int			max_running;
+	int			max_queued;
+	int64		queue_timeout_us;
+	int			statement_timeout_ms;	/* or BULKHEAD_NO_GUARD */
+	int			lock_timeout_ms;	/* or BULKHEAD_NO_GUARD */
+	int			idle_timeout_ms;	/* or BULKHEAD_NO_GUARD */
+	bool		shadow;
+	int			nroles;			/* 0 = any role may acquire */
+	char		roles[BULKHEAD_MAX_ROLES][NAMEDATALEN];
+} BulkheadConfig;
+
+/* Log-scale histogram of durations in microseconds (stats.c) */
+typedef struct BulkheadHistogram
+{
+	uint64		count[BULKHEAD_HIST_BUCKETS];
+} BulkheadHistogram;
+
+/* Cumulative figures of one workload; reset by bulkhead_stats_reset */
+typedef struct BulkheadStats
+{
+	uint64		acquired;
+	uint64		rejected_full;
+	uint64		timed_out;
+	uint64		cancelled;
+	uint64		released;
+	uint64		shadow_queued;
+	uint64		shadow_rejected;
+	int			peak_running;
+	int			peak_queued;
+	uint64		wait_time_total_us;
+	uint64		wait_time_max_us;
+	uint64		hold_time_total_us;
+	BulkheadHistogram wait_hist;
+	BulkheadHistogram hold_hist;
+	TimestampTz stats_reset;
+} BulkheadStats;
+
+/* One workload slot */
+typedef struct BulkheadSlot
+{
+	LWLock	   *lock;			/* this slot's lock (named tranche) */
+
+	/* protected by shared->dir_lock (writes also hold lock) */
+	bool		in_use;			/* assigned to name */
+	char		name[NAMEDATALEN];
+
+	/* protected by lock */
+	bool		defined;		/* present in the table at the last load */
+	BulkheadConfig config;
+	int			running;		/* entries in holders */
+	int			queued;			/* entries in waiters */
+	dlist_head	holders;		/* BulkheadEntry, GRANTED */
+	dlist_head	waiters;		/* BulkheadEntry, WAITING, FIFO */
+	BulkheadStats stats;
+} BulkheadSlot;
+
+/* One permit held or awaited by one backend; see the header for locking */
+typedef struct BulkheadEntry
+{
+	dlist_node	link;			/* in the slot's holders or waiters */
+	int			workload;		/* slot index, or -1 when free */
+	int			pid;			/* owner's pid */
+	uint8		state;			/* BulkheadEntryState */
+	uint8		scope;			/* BulkheadScope */
+	TimestampTz queued_at;		/* arrival (= since for an immediate grant) */
+	TimestampTz since;			/* entered its current state */
+} BulkheadEntry;
+
+typedef struct BulkheadShared
+{
+	LWLock	   *dir_lock;
+	int			nslots;			/* bulkhead.max_workloads */
+	int			permits_per_backend;	/* bulkhead.max_permits_per_backend */
+	int			nbackends;		/* PGPROCs covered by entries */
+	bool		config_loaded;	/* dir_lock: worker loaded the table once */
+	pg_atomic_uint64 config_requested;	/* bumped at commit of a change */
+	int			worker_procno;	/* -1 when no worker runs */
+	BulkheadSlot *slots;		/* nslots */
+	BulkheadEntry *entries;		/* nbackends * permits_per_backend */
+} BulkheadShared;
+
+/* shmem.c */
+extern BulkheadShared *bulkhead_shared;
+extern void bulkhead_shmem_request(void);
+extern void bulkhead_shmem_startup(void);
+extern void bulkhead_check_loaded(void);
+extern BulkheadEntry *bulkhead_backend_entries(int procno);
+extern int	bulkhead_find_slot(const char *name);
+
+/* permit.c */
+extern bool bulkhead_acquire_permit(const char *name, int64 timeout_us,
+									bool use_default_timeout,
+									BulkheadScope scope, bool try_only);
+extern void bulkhead_release_entry(int entry_index);
+extern void bulkhead_wait_cleanup(void);
+extern void bulkhead_grant_waiters(BulkheadSlot *slot);
+extern void bulkhead_unlink_entry(BulkheadSlot *slot, BulkheadEntry *entry);
+extern bool bulkhead_waiting(void);
+
+/* scope.c: the backend's own permits */
+typedef struct BulkheadLocalPermit
+{
+	bool		held;			/* granted to this backend */
+	BulkheadScope scope;
+	SubTransactionId subid;		/* transaction scope: owning subxact */
+	int			workload;		/* slot index */
+	char		name[NAMEDATALEN];
+	int			statement_timeout_ms;	/* guards copied at grant */
+	int			lock_timeout_ms;
+	int			idle_timeout_ms;
+} BulkheadLocalPermit;
+
+extern BulkheadLocalPermit *bulkhead_local;
+extern void bulkhead_backend_init(void);
+extern void bulkhead_register_callbacks(void);
+extern int	bulkhead_free_local_index(void);
+extern int	bulkhead_local_index_by_slot(int slot);
+extern int	bulkhead_local_index_by_name(const char *name);
+extern int	bulkhead_release_session_permits(void);
+extern void bulkhead_request_reload_at_commit(void);
+
+/* guard.c */
+extern void bulkhead_apply_guards(BulkheadLocalPermit *permit);
+extern void bulkhead_restore_session_guards(void);
+
+/* worker.c */
+extern void bulkhead_register_worker(void);
+extern void bulkhead_signal_worker(void);
+PGDLLEXPORT void bulkhead_worker_main(Datum arg);
+
+/* stats.c */
+extern void bulkhead_hist_add(BulkheadHistogram *hist, uint64 usec);
+extern double bulkhead_hist_percentile(const BulkheadHistogram *hist, double p);
+extern void bulkhead_stats_clear(BulkheadStats *stats);
+
+#endif							/* BULKHEAD_H */

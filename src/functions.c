@@ -1,0 +1,152 @@
+/*-------------------------------------------------------------------------
+ *
+ * functions.c
+ *	  SQL entry points for permits: argument checks, then permit.c/scope.c.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "bulkhead.h"
+
+#include <math.h>
+
+#include "fmgr.h"
+#include "mb/pg_wchar.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+PG_FUNCTION_INFO_V1(bulkhead_acquire);
+PG_FUNCTION_INFO_V1(bulkhead_acquire_xact);
+PG_FUNCTION_INFO_V1(bulkhead_try_acquire);
+PG_FUNCTION_INFO_V1(bulkhead_try_acquire_xact);
+PG_FUNCTION_INFO_V1(bulkhead_release);
+PG_FUNCTION_INFO_V1(bulkhead_release_all);
+
+/* The workload name argument, checked; name has NAMEDATALEN bytes */
+static void
+workload_arg(FunctionCallInfo fcinfo, char *name)
+{
+	text	   *t;
+	int			len;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("workload name must not be null")));
+	t = PG_GETARG_TEXT_PP(0);
+	len = VARSIZE_ANY_EXHDR(t);
+	if (len == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("workload name must not be empty")));
+	if (len > BULKHEAD_NAME_MAXLEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("workload name is too long"),
+				 errdetail("A workload name has at most %d bytes; this one has %d.",
+						   BULKHEAD_NAME_MAXLEN, len)));
+	memcpy(name, VARDATA_ANY(t), len);
+	name[len] = '\0';
+}
+
+/*
+ * The timeout argument in microseconds, counted as extract(epoch ...)
+ * counts (a month is 30 days, a year 365.25 days); huge values saturate.
+ * NULL means the workload's queue_timeout.
+ */
+static int64
+timeout_arg(FunctionCallInfo fcinfo, bool *use_default)
+{
+	Interval   *iv;
+	double		usec;
+
+	*use_default = PG_ARGISNULL(1);
+	if (*use_default)
+		return 0;
+	iv = PG_GETARG_INTERVAL_P(1);
+	usec = (double) iv->time +
+		((double) iv->day +
+		 (double) (iv->month / MONTHS_PER_YEAR) * DAYS_PER_YEAR +
+		 (double) (iv->month % MONTHS_PER_YEAR) * DAYS_PER_MONTH) *
+		(double) USECS_PER_DAY;
+	if (usec < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("timeout must not be negative")));
+	if (usec >= (double) PG_INT64_MAX / 2)
+		return PG_INT64_MAX / 2;
+	return (int64) ceil(usec);
+}
+
+static bool
+acquire_common(FunctionCallInfo fcinfo, BulkheadScope scope, bool try_only)
+{
+	char		name[NAMEDATALEN];
+	bool		use_default;
+	int64		timeout_us;
+
+	bulkhead_check_loaded();
+	workload_arg(fcinfo, name);
+	timeout_us = timeout_arg(fcinfo, &use_default);
+	return bulkhead_acquire_permit(name, timeout_us, use_default, scope, try_only);
+}
+
+Datum
+bulkhead_acquire(PG_FUNCTION_ARGS)
+{
+	(void) acquire_common(fcinfo, BULKHEAD_SCOPE_SESSION, false);
+	PG_RETURN_VOID();
+}
+
+Datum
+bulkhead_acquire_xact(PG_FUNCTION_ARGS)
+{
+	(void) acquire_common(fcinfo, BULKHEAD_SCOPE_XACT, false);
+	PG_RETURN_VOID();
+}
+
+Datum
+bulkhead_try_acquire(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(acquire_common(fcinfo, BULKHEAD_SCOPE_SESSION, true));
+}
+
+Datum
+bulkhead_try_acquire_xact(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(acquire_common(fcinfo, BULKHEAD_SCOPE_XACT, true));
+}
+
+Datum
+bulkhead_release(PG_FUNCTION_ARGS)
+{
+	char		name[NAMEDATALEN];
+	int			li;
+
+	bulkhead_check_loaded();
+	workload_arg(fcinfo, name);
+	li = bulkhead_local_index_by_name(name);
+	if (li < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("permit of workload \"%s\" is not held by this session", name)));
+	if (bulkhead_local[li].scope != BULKHEAD_SCOPE_SESSION)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("permit of workload \"%s\" is held for the transaction", name),
+				 errdetail("A transaction permit is released when its transaction ends.")));
+	bulkhead_release_entry(li);
+	bulkhead_restore_session_guards();
+	PG_RETURN_VOID();
+}
+
+Datum
+bulkhead_release_all(PG_FUNCTION_ARGS)
+{
+	int			released;
+
+	bulkhead_check_loaded();
+	released = bulkhead_release_session_permits();
+	if (released > 0)
+		bulkhead_restore_session_guards();
+	PG_RETURN_INT32(released);
+}

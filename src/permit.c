@@ -1,0 +1,498 @@
+/*-------------------------------------------------------------------------
+ *
+ * permit.c
+ *	  Admission, FIFO waiting and hand-off of permits.
+ *
+ * Everything that changes a workload's running/queued counts happens under
+ * the slot's LWLock and never throws while holding it: decisions are made
+ * under the lock, errors are raised after it is released, when shared state
+ * is already complete again.
+ *
+ * A release hands its permit straight to the head waiter (the entry moves
+ * from waiters to holders and the running count does not drop), then sets
+ * that one backend's latch.  The waiter only looks at its entry's state, so
+ * a newcomer can never overtake it.  A waiter whose wait ends by an error
+ * (cancel, statement_timeout, terminate) is cleaned up by
+ * bulkhead_wait_cleanup(), called from the abort and exit callbacks: if the
+ * permit was handed over meanwhile, it is passed on to the next waiter.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "bulkhead.h"
+
+#include <math.h>
+
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "utils/acl.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+/* Custom SQLSTATEs of DESIGN.md */
+#define ERRCODE_BULKHEAD_FULL		MAKE_SQLSTATE('5','3','B','0','1')
+#define ERRCODE_BULKHEAD_TIMEOUT	MAKE_SQLSTATE('5','3','B','0','2')
+
+/* Local index of the entry this backend is waiting on, or -1 */
+static int	my_wait_index = -1;
+
+/* Backend-local cache: workload name -> slot index (verified under lock) */
+typedef struct SlotCacheEntry
+{
+	char		name[NAMEDATALEN];
+	int			slot;
+} SlotCacheEntry;
+
+static HTAB *slot_cache = NULL;
+
+static BulkheadEntry *
+my_entry(int local_index)
+{
+	return &bulkhead_backend_entries(MyProc->pgprocno)[local_index];
+}
+
+static int
+entry_procno(BulkheadEntry *entry)
+{
+	return (entry - bulkhead_shared->entries) / bulkhead_shared->permits_per_backend;
+}
+
+bool
+bulkhead_waiting(void)
+{
+	return my_wait_index >= 0;
+}
+
+/* Caller holds slot->lock.  Is slot the defined workload called name? */
+static bool
+slot_matches(BulkheadSlot *slot, const char *name)
+{
+	return slot->in_use && slot->defined && strcmp(slot->name, name) == 0;
+}
+
+/* Slot index for name, from the cache when it is there; -1 if unknown */
+static int
+lookup_slot(const char *name, bool use_cache)
+{
+	SlotCacheEntry *ce;
+	bool		found;
+	int			slot;
+
+	if (slot_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = NAMEDATALEN;
+		ctl.entrysize = sizeof(SlotCacheEntry);
+		ctl.hcxt = TopMemoryContext;
+		slot_cache = hash_create("bulkhead slot cache", 64, &ctl,
+								 HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	}
+
+	if (use_cache)
+	{
+		ce = hash_search(slot_cache, name, HASH_FIND, NULL);
+		if (ce)
+			return ce->slot;
+	}
+
+	slot = bulkhead_find_slot(name);
+	if (slot >= 0)
+	{
+		ce = hash_search(slot_cache, name, HASH_ENTER, &found);
+		ce->slot = slot;
+	}
+	else
+		hash_search(slot_cache, name, HASH_REMOVE, NULL);
+	return slot;
+}
+
+static void
+report_unknown_workload(const char *name)
+{
+	if (!bulkhead_shared->config_loaded)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("workload \"%s\" does not exist", name),
+				 errdetail("The bulkhead background worker has not loaded the workload definitions yet."),
+				 errhint("Check that database \"%s\" (the setting \"bulkhead.database\") exists and has the bulkhead extension.",
+						 bulkhead_database)));
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_OBJECT),
+			 errmsg("workload \"%s\" does not exist", name)));
+}
+
+/* Is the current user a member of one of these roles? (may throw) */
+static bool
+role_allowed(int nroles, char roles[][NAMEDATALEN])
+{
+	Oid			user = GetUserId();
+	int			i;
+
+	for (i = 0; i < nroles; i++)
+	{
+		Oid			role = get_role_oid(roles[i], true);
+
+		if (OidIsValid(role) && is_member_of_role(user, role))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Hand free permits to the head waiters, oldest first, and wake each one.
+ * Caller holds slot->lock exclusively.
+ */
+void
+bulkhead_grant_waiters(BulkheadSlot *slot)
+{
+	TimestampTz now = 0;
+
+	while (!dlist_is_empty(&slot->waiters) &&
+		   (slot->config.shadow || slot->running < slot->config.max_running))
+	{
+		BulkheadEntry *entry;
+
+		if (now == 0)
+			now = GetCurrentTimestamp();
+		entry = dlist_container(BulkheadEntry, link,
+								dlist_pop_head_node(&slot->waiters));
+		slot->queued--;
+		entry->state = BULKHEAD_ENTRY_GRANTED;
+		entry->since = now;
+		dlist_push_tail(&slot->holders, &entry->link);
+		slot->running++;
+		if (slot->running > slot->stats.peak_running)
+			slot->stats.peak_running = slot->running;
+		/* the flag is set before the latch (see latch.h) */
+		SetLatch(&GetPGProcByNumber(entry_procno(entry))->procLatch);
+	}
+}
+
+/*
+ * Remove an entry from its slot's list and free it.  The caller holds
+ * slot->lock exclusively and then calls bulkhead_grant_waiters().
+ */
+void
+bulkhead_unlink_entry(BulkheadSlot *slot, BulkheadEntry *entry)
+{
+	dlist_delete(&entry->link);
+	if (entry->state == BULKHEAD_ENTRY_WAITING)
+		slot->queued--;
+	else
+		slot->running--;
+	entry->state = BULKHEAD_ENTRY_FREE;
+	entry->workload = -1;
+	entry->pid = 0;
+}
+
+/* Caller holds slot->lock: entry starts holding or waiting */
+static void
+link_entry(BulkheadSlot *slot, int slotno, BulkheadEntry *entry,
+		   BulkheadScope scope, BulkheadEntryState state, TimestampTz now)
+{
+	Assert(entry->state == BULKHEAD_ENTRY_FREE);
+	entry->workload = slotno;
+	entry->pid = MyProcPid;
+	entry->scope = scope;
+	entry->state = state;
+	entry->queued_at = now;
+	entry->since = now;
+	if (state == BULKHEAD_ENTRY_GRANTED)
+	{
+		dlist_push_tail(&slot->holders, &entry->link);
+		slot->running++;
+		if (slot->running > slot->stats.peak_running)
+			slot->stats.peak_running = slot->running;
+	}
+	else
+	{
+		dlist_push_tail(&slot->waiters, &entry->link);
+		slot->queued++;
+		if (slot->queued > slot->stats.peak_queued)
+			slot->stats.peak_queued = slot->queued;
+	}
+}
+
+/*
+ * Caller holds slot->lock and entry was just granted: count it and record
+ * the permit as this backend's own.
+ */
+static void
+record_grant(BulkheadSlot *slot, int slotno, int local_index,
+			 BulkheadScope scope, TimestampTz now)
+{
+	BulkheadEntry *entry = my_entry(local_index);
+	BulkheadLocalPermit *permit = &bulkhead_local[local_index];
+	uint64		waited = 0;
+
+	if (entry->since > entry->queued_at)
+		waited = entry->since - entry->queued_at;
+	slot->stats.acquired++;
+	slot->stats.wait_time_total_us += waited;
+	if (waited > slot->stats.wait_time_max_us)
+		slot->stats.wait_time_max_us = waited;
+	bulkhead_hist_add(&slot->stats.wait_hist, waited);
+
+	permit->held = true;
+	permit->scope = scope;
+	permit->subid = GetCurrentSubTransactionId();
+	permit->workload = slotno;
+	strlcpy(permit->name, slot->name, NAMEDATALEN);
+	permit->statement_timeout_ms = slot->config.statement_timeout_ms;
+	permit->lock_timeout_ms = slot->config.lock_timeout_ms;
+	permit->idle_timeout_ms = slot->config.idle_timeout_ms;
+}
+
+static void
+report_full(const char *name, const BulkheadConfig *config)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_BULKHEAD_FULL),
+			 errmsg("workload \"%s\" is full", name),
+			 errdetail("All %d permits are held and all %d queue slots are taken.",
+					   config->max_running, config->max_queued),
+			 errhint("Retry later with backoff, or shed this work.")));
+}
+
+static void
+report_timeout(const char *name, int64 timeout_us)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_BULKHEAD_TIMEOUT),
+			 errmsg("timed out waiting for a permit of workload \"%s\"", name),
+			 errdetail("No permit became free within %.3f ms.",
+					   (double) timeout_us / 1000.0),
+			 errhint("The workload's permits are saturated; do not retry at once.")));
+}
+
+/*
+ * Take a permit of workload name for this backend, waiting up to timeout_us
+ * (or the workload's queue_timeout when use_default_timeout).
+ *
+ * Returns true once the permit is held.  When full or timed out, returns
+ * false if try_only, else raises 53B01 / 53B02.  Other failures always
+ * raise.  On return, the permit's guards are applied.
+ */
+bool
+bulkhead_acquire_permit(const char *name, int64 timeout_us,
+						bool use_default_timeout, BulkheadScope scope,
+						bool try_only)
+{
+	BulkheadShared *shared = bulkhead_shared;
+	BulkheadSlot *slot;
+	BulkheadEntry *entry;
+	BulkheadConfig config;		/* copy for error messages */
+	int			slotno;
+	int			li;
+	bool		roles_checked = false;
+	bool		from_cache = true;
+	TimestampTz now;
+	TimestampTz deadline;
+	enum
+	{
+		GRANTED, QUEUED, FULL, ZERO_WAIT, CHECK_ROLES
+	}			outcome;
+
+	bulkhead_backend_init();
+
+retry:
+	slotno = lookup_slot(name, from_cache);
+	if (slotno < 0)
+		report_unknown_workload(name);
+	slot = &shared->slots[slotno];
+
+	if (bulkhead_local_index_by_slot(slotno) >= 0 ||
+		(my_wait_index >= 0 && my_entry(my_wait_index)->workload == slotno))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("permit of workload \"%s\" is already held by this session", name),
+				 errdetail("A session holds at most one permit per workload.")));
+	li = bulkhead_free_local_index();
+	if (li < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("too many bulkhead permits held by this session"),
+				 errhint("Release a permit, or raise \"bulkhead.max_permits_per_backend\" (currently %d).",
+						 shared->permits_per_backend)));
+	entry = my_entry(li);
+
+	now = GetCurrentTimestamp();
+	LWLockAcquire(slot->lock, LW_EXCLUSIVE);
+	if (!slot_matches(slot, name))
+	{
+		LWLockRelease(slot->lock);
+		if (from_cache)
+		{
+			/* the cached slot was reassigned: look the name up afresh */
+			from_cache = false;
+			goto retry;
+		}
+		report_unknown_workload(name);
+	}
+	config = slot->config;
+	if (use_default_timeout)
+		timeout_us = config.queue_timeout_us;
+
+	if (config.nroles > 0 && !roles_checked)
+		outcome = CHECK_ROLES;
+	else if (config.shadow)
+	{
+		/* grant at once, but count what enforce mode would have done */
+		if (slot->running >= config.max_running + config.max_queued)
+			slot->stats.shadow_rejected++;
+		else if (slot->running >= config.max_running)
+			slot->stats.shadow_queued++;
+		outcome = GRANTED;
+	}
+	else if (slot->running + slot->queued >= config.max_running + config.max_queued)
+	{
+		slot->stats.rejected_full++;
+		outcome = FULL;
+	}
+	else if (slot->queued == 0 && slot->running < config.max_running)
+		outcome = GRANTED;
+	else if (timeout_us <= 0)
+	{
+		slot->stats.timed_out++;
+		outcome = ZERO_WAIT;
+	}
+	else
+		outcome = QUEUED;
+
+	if (outcome == GRANTED)
+	{
+		link_entry(slot, slotno, entry, scope, BULKHEAD_ENTRY_GRANTED, now);
+		record_grant(slot, slotno, li, scope, now);
+	}
+	else if (outcome == QUEUED)
+	{
+		link_entry(slot, slotno, entry, scope, BULKHEAD_ENTRY_WAITING, now);
+		my_wait_index = li;
+	}
+	LWLockRelease(slot->lock);
+
+	switch (outcome)
+	{
+		case CHECK_ROLES:
+			if (!role_allowed(config.nroles, config.roles))
+				ereport(ERROR,
+						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+						 errmsg("permission denied for workload \"%s\"", name),
+						 errdetail("Only members of the workload's roles may acquire its permits.")));
+			roles_checked = true;
+			goto retry;
+		case FULL:
+			if (try_only)
+				return false;
+			report_full(name, &config);
+			break;
+		case ZERO_WAIT:
+			if (try_only)
+				return false;
+			report_timeout(name, 0);
+			break;
+		case GRANTED:
+			bulkhead_apply_guards(&bulkhead_local[li]);
+			return true;
+		case QUEUED:
+			break;
+	}
+
+	/*
+	 * Wait for the hand-off.  Until my_wait_index is cleared, an error thrown
+	 * here (cancel, statement_timeout, terminate) is cleaned up by
+	 * bulkhead_wait_cleanup() from the abort or exit callbacks.
+	 */
+	deadline = now + Min(timeout_us, PG_INT64_MAX - now);
+	for (;;)
+	{
+		long		remaining_ms;
+
+		LWLockAcquire(slot->lock, LW_EXCLUSIVE);
+		if (entry->state == BULKHEAD_ENTRY_GRANTED)
+		{
+			record_grant(slot, slotno, li, scope, GetCurrentTimestamp());
+			my_wait_index = -1;
+			LWLockRelease(slot->lock);
+			bulkhead_apply_guards(&bulkhead_local[li]);
+			return true;
+		}
+		now = GetCurrentTimestamp();
+		if (now >= deadline)
+		{
+			bulkhead_unlink_entry(slot, entry);
+			slot->stats.timed_out++;
+			my_wait_index = -1;
+			LWLockRelease(slot->lock);
+			if (try_only)
+				return false;
+			report_timeout(name, timeout_us);
+		}
+		LWLockRelease(slot->lock);
+
+		remaining_ms = (long) Min((deadline - now + 999) / 1000, (int64) INT_MAX);
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 remaining_ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+	pg_unreachable();
+}
+
+/*
+ * Return a permit this backend holds (local index li): the entry leaves
+ * the holders and the next waiter, if any, is served.  Never throws.
+ */
+void
+bulkhead_release_entry(int li)
+{
+	BulkheadLocalPermit *permit = &bulkhead_local[li];
+	BulkheadEntry *entry = my_entry(li);
+	BulkheadSlot *slot;
+	TimestampTz now = GetCurrentTimestamp();
+	uint64		held_us;
+
+	Assert(permit->held);
+	slot = &bulkhead_shared->slots[permit->workload];
+
+	LWLockAcquire(slot->lock, LW_EXCLUSIVE);
+	Assert(entry->workload == permit->workload);
+	held_us = now > entry->since ? now - entry->since : 0;
+	slot->stats.released++;
+	slot->stats.hold_time_total_us += held_us;
+	bulkhead_hist_add(&slot->stats.hold_hist, held_us);
+	bulkhead_unlink_entry(slot, entry);
+	bulkhead_grant_waiters(slot);
+	LWLockRelease(slot->lock);
+
+	permit->held = false;
+}
+
+/*
+ * End this backend's wait, if one is under way, after an error or at exit.
+ * A permit handed over meanwhile is passed on to the next waiter: the caller
+ * saw an error, so it does not hold the permit.  Idempotent; never throws.
+ */
+void
+bulkhead_wait_cleanup(void)
+{
+	BulkheadEntry *entry;
+	BulkheadSlot *slot;
+
+	if (my_wait_index < 0)
+		return;
+	entry = my_entry(my_wait_index);
+	slot = &bulkhead_shared->slots[entry->workload];
+
+	LWLockAcquire(slot->lock, LW_EXCLUSIVE);
+	slot->stats.cancelled++;
+	bulkhead_unlink_entry(slot, entry);
+	bulkhead_grant_waiters(slot);
+	LWLockRelease(slot->lock);
+
+	my_wait_index = -1;
+}

@@ -1,0 +1,248 @@
+/*-------------------------------------------------------------------------
+ *
+ * scope.c
+ *	  The permits of this backend, and when they end: at transaction or
+ *	  subtransaction end for transaction scope, at exit for everything.
+ *
+ * bulkhead_local[i] mirrors this backend's shared entry i (backend-local
+ * memory, no lock).  The callbacks here run in states where nothing may be
+ * thrown (commit, abort, exit); the release paths they call never throw.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "bulkhead.h"
+
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/proc.h"
+#include "utils/memutils.h"
+
+BulkheadLocalPermit *bulkhead_local = NULL;
+
+/* A committed change of bulkhead_workload must wake the worker */
+static bool reload_at_commit = false;
+
+static void
+bulkhead_backend_exit(int code, Datum arg)
+{
+	int			i;
+
+	bulkhead_wait_cleanup();
+	for (i = 0; i < bulkhead_shared->permits_per_backend; i++)
+		if (bulkhead_local[i].held)
+			bulkhead_release_entry(i);
+}
+
+/*
+ * Free entries that a previous owner of our PGPROC left behind.  Normal
+ * exits release everything, so this is a safety net (as is the worker's
+ * reaper, which may get there first: both re-check under the slot lock).
+ */
+static void
+reclaim_stale_entries(void)
+{
+	BulkheadEntry *entries = bulkhead_backend_entries(MyProc->pgprocno);
+	int			i;
+
+	for (i = 0; i < bulkhead_shared->permits_per_backend; i++)
+	{
+		int			slotno = entries[i].workload;
+		BulkheadSlot *slot;
+
+		if (slotno < 0)
+			continue;
+		slot = &bulkhead_shared->slots[slotno];
+		LWLockAcquire(slot->lock, LW_EXCLUSIVE);
+		if (entries[i].workload == slotno && entries[i].pid != MyProcPid)
+		{
+			if (entries[i].state == BULKHEAD_ENTRY_GRANTED)
+				slot->stats.released++;
+			else
+				slot->stats.cancelled++;
+			bulkhead_unlink_entry(slot, &entries[i]);
+			bulkhead_grant_waiters(slot);
+		}
+		LWLockRelease(slot->lock);
+	}
+}
+
+/* First use of permits in this backend: local state and exit callback */
+void
+bulkhead_backend_init(void)
+{
+	if (bulkhead_local != NULL)
+		return;
+	bulkhead_check_loaded();
+	if (MyProc == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("bulkhead permits can only be used by a regular backend")));
+
+	reclaim_stale_entries();
+	bulkhead_local = MemoryContextAllocZero(TopMemoryContext,
+											sizeof(BulkheadLocalPermit) *
+											bulkhead_shared->permits_per_backend);
+	before_shmem_exit(bulkhead_backend_exit, (Datum) 0);
+}
+
+int
+bulkhead_free_local_index(void)
+{
+	BulkheadEntry *entries = bulkhead_backend_entries(MyProc->pgprocno);
+	int			i;
+
+	for (i = 0; i < bulkhead_shared->permits_per_backend; i++)
+		if (!bulkhead_local[i].held && entries[i].workload < 0)
+			return i;
+	return -1;
+}
+
+int
+bulkhead_local_index_by_slot(int slot)
+{
+	int			i;
+
+	for (i = 0; i < bulkhead_shared->permits_per_backend; i++)
+		if (bulkhead_local[i].held && bulkhead_local[i].workload == slot)
+			return i;
+	return -1;
+}
+
+int
+bulkhead_local_index_by_name(const char *name)
+{
+	int			i;
+
+	if (bulkhead_local == NULL)
+		return -1;
+	for (i = 0; i < bulkhead_shared->permits_per_backend; i++)
+		if (bulkhead_local[i].held && strcmp(bulkhead_local[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+/* Release every session permit; returns how many */
+int
+bulkhead_release_session_permits(void)
+{
+	int			released = 0;
+	int			i;
+
+	if (bulkhead_local == NULL)
+		return 0;
+	for (i = 0; i < bulkhead_shared->permits_per_backend; i++)
+	{
+		if (bulkhead_local[i].held &&
+			bulkhead_local[i].scope == BULKHEAD_SCOPE_SESSION)
+		{
+			bulkhead_release_entry(i);
+			released++;
+		}
+	}
+	return released;
+}
+
+void
+bulkhead_request_reload_at_commit(void)
+{
+	reload_at_commit = true;
+}
+
+static bool
+holds_transaction_permit(void)
+{
+	int			i;
+
+	for (i = 0; i < bulkhead_shared->permits_per_backend; i++)
+		if (bulkhead_local[i].held &&
+			bulkhead_local[i].scope != BULKHEAD_SCOPE_SESSION)
+			return true;
+	return false;
+}
+
+/* Release transaction permits; all of them, or those of one subxact */
+static void
+release_transaction_permits(bool only_subxact, SubTransactionId subid)
+{
+	int			i;
+
+	for (i = 0; i < bulkhead_shared->permits_per_backend; i++)
+	{
+		BulkheadLocalPermit *permit = &bulkhead_local[i];
+
+		if (permit->held && permit->scope != BULKHEAD_SCOPE_SESSION &&
+			(!only_subxact || permit->subid == subid))
+			bulkhead_release_entry(i);
+	}
+}
+
+static void
+bulkhead_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_PREPARE:
+			if (bulkhead_local != NULL && holds_transaction_permit())
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("cannot PREPARE a transaction that holds a bulkhead transaction permit"),
+						 errdetail("Transaction permits end with their transaction and cannot be passed to a prepared transaction.")));
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PREPARE:
+			if (reload_at_commit)
+			{
+				reload_at_commit = false;
+				bulkhead_signal_worker();
+			}
+			if (bulkhead_local != NULL)
+				release_transaction_permits(false, InvalidSubTransactionId);
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			reload_at_commit = false;
+			if (bulkhead_local != NULL)
+			{
+				bulkhead_wait_cleanup();
+				release_transaction_permits(false, InvalidSubTransactionId);
+			}
+			break;
+		default:
+			break;
+	}
+}
+
+static void
+bulkhead_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+						  SubTransactionId parentSubid, void *arg)
+{
+	int			i;
+
+	if (bulkhead_local == NULL)
+		return;
+	switch (event)
+	{
+		case SUBXACT_EVENT_ABORT_SUB:
+			bulkhead_wait_cleanup();
+			release_transaction_permits(true, mySubid);
+			break;
+		case SUBXACT_EVENT_COMMIT_SUB:
+			/* the parent takes over, as with advisory locks */
+			for (i = 0; i < bulkhead_shared->permits_per_backend; i++)
+				if (bulkhead_local[i].held && bulkhead_local[i].subid == mySubid)
+					bulkhead_local[i].subid = parentSubid;
+			break;
+		default:
+			break;
+	}
+}
+
+/* From _PG_init: inherited by every backend the postmaster forks */
+void
+bulkhead_register_callbacks(void)
+{
+	RegisterXactCallback(bulkhead_xact_callback, NULL);
+	RegisterSubXactCallback(bulkhead_subxact_callback, NULL);
+}

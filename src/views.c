@@ -1,0 +1,249 @@
+/*-------------------------------------------------------------------------
+ *
+ * views.c
+ *	  bulkhead_stats, bulkhead_activity and bulkhead_stats_reset.
+ *
+ * Each workload is read under its slot lock held shared, so a row never
+ * shows a half-made change; different workloads are read one after the
+ * other.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "bulkhead.h"
+
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+PG_FUNCTION_INFO_V1(bulkhead_stats);
+PG_FUNCTION_INFO_V1(bulkhead_activity);
+PG_FUNCTION_INFO_V1(bulkhead_stats_reset_all);
+PG_FUNCTION_INFO_V1(bulkhead_stats_reset);
+
+#define STATS_COLS		30
+#define ACTIVITY_COLS	6
+
+static Datum
+ms_datum(uint64 usec)
+{
+	return Float8GetDatum((double) usec / 1000.0);
+}
+
+/* A percentile column: NULL when nothing was measured */
+static void
+percentile_column(const BulkheadHistogram *hist, double p,
+				  Datum *value, bool *isnull)
+{
+	double		usec = bulkhead_hist_percentile(hist, p);
+
+	*isnull = usec < 0;
+	*value = Float8GetDatum(usec / 1000.0);
+}
+
+static const char *
+scope_name(uint8 scope)
+{
+	switch (scope)
+	{
+		case BULKHEAD_SCOPE_SESSION:
+			return "session";
+		case BULKHEAD_SCOPE_XACT:
+			return "transaction";
+		default:
+			return "auto";
+	}
+}
+
+Datum
+bulkhead_stats(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	BulkheadSlot *copy = palloc(sizeof(BulkheadSlot));
+	int			i;
+
+	bulkhead_check_loaded();
+	InitMaterializedSRF(fcinfo, 0);
+
+	for (i = 0; i < bulkhead_shared->nslots; i++)
+	{
+		BulkheadSlot *slot = &bulkhead_shared->slots[i];
+		BulkheadStats *st = &copy->stats;
+		Datum		values[STATS_COLS];
+		bool		nulls[STATS_COLS];
+		int			c = 0;
+
+		LWLockAcquire(slot->lock, LW_SHARED);
+		if (!slot->in_use || !slot->defined)
+		{
+			LWLockRelease(slot->lock);
+			continue;
+		}
+		memcpy(copy, slot, sizeof(BulkheadSlot));
+		LWLockRelease(slot->lock);
+
+		memset(nulls, 0, sizeof(nulls));
+		values[c++] = CStringGetTextDatum(copy->name);
+		values[c++] = CStringGetTextDatum(copy->config.shadow ? "shadow" : "enforce");
+		values[c++] = Int32GetDatum(copy->config.max_running);
+		values[c++] = Int32GetDatum(copy->config.max_queued);
+		values[c++] = Int32GetDatum(copy->running);
+		values[c++] = Int32GetDatum(copy->queued);
+		values[c++] = Int64GetDatum((int64) st->acquired);
+		values[c++] = Int64GetDatum((int64) st->rejected_full);
+		values[c++] = Int64GetDatum((int64) st->timed_out);
+		values[c++] = Int64GetDatum((int64) st->cancelled);
+		values[c++] = Int64GetDatum((int64) st->released);
+		values[c++] = Int64GetDatum((int64) st->shadow_queued);
+		values[c++] = Int64GetDatum((int64) st->shadow_rejected);
+		values[c++] = Int32GetDatum(st->peak_running);
+		values[c++] = Int32GetDatum(st->peak_queued);
+		values[c++] = ms_datum(st->wait_time_total_us);
+		values[c++] = ms_datum(st->wait_time_max_us);
+		percentile_column(&st->wait_hist, 0.50, &values[c], &nulls[c]), c++;
+		percentile_column(&st->wait_hist, 0.95, &values[c], &nulls[c]), c++;
+		percentile_column(&st->wait_hist, 0.99, &values[c], &nulls[c]), c++;
+		values[c++] = ms_datum(st->hold_time_total_us);
+		percentile_column(&st->hold_hist, 0.50, &values[c], &nulls[c]), c++;
+		percentile_column(&st->hold_hist, 0.99, &values[c], &nulls[c]), c++;
+		values[c++] = TimestampTzGetDatum(st->stats_reset);
+		Assert(c <= STATS_COLS);
+
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	pfree(copy);
+	return (Datum) 0;
+}
+
+/* One row of bulkhead_activity, copied out under the slot lock */
+typedef struct ActivityRow
+{
+	int			pid;
+	bool		running;
+	uint8		scope;
+	TimestampTz queued_at;
+	TimestampTz since;
+} ActivityRow;
+
+static int
+copy_list(dlist_head *list, bool running, ActivityRow *rows, int n)
+{
+	dlist_iter	iter;
+
+	dlist_foreach(iter, list)
+	{
+		BulkheadEntry *entry = dlist_container(BulkheadEntry, link, iter.cur);
+
+		rows[n].pid = entry->pid;
+		rows[n].running = running;
+		rows[n].scope = entry->scope;
+		rows[n].queued_at = entry->queued_at;
+		rows[n].since = entry->since;
+		n++;
+	}
+	return n;
+}
+
+Datum
+bulkhead_activity(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int			max_rows = bulkhead_shared ?
+		bulkhead_shared->nbackends * bulkhead_shared->permits_per_backend : 0;
+	ActivityRow *rows;
+	int			i;
+
+	bulkhead_check_loaded();
+	InitMaterializedSRF(fcinfo, 0);
+	rows = palloc(sizeof(ActivityRow) * max_rows);
+
+	for (i = 0; i < bulkhead_shared->nslots; i++)
+	{
+		BulkheadSlot *slot = &bulkhead_shared->slots[i];
+		char		name[NAMEDATALEN];
+		TimestampTz now;
+		int			n;
+		int			r;
+
+		LWLockAcquire(slot->lock, LW_SHARED);
+		if (!slot->in_use)
+		{
+			LWLockRelease(slot->lock);
+			continue;
+		}
+		strlcpy(name, slot->name, NAMEDATALEN);
+		n = copy_list(&slot->holders, true, rows, 0);
+		n = copy_list(&slot->waiters, false, rows, n);
+		now = GetCurrentTimestamp();
+		LWLockRelease(slot->lock);
+
+		for (r = 0; r < n; r++)
+		{
+			Datum		values[ACTIVITY_COLS];
+			bool		nulls[ACTIVITY_COLS] = {0};
+			TimestampTz wait_end = rows[r].running ? rows[r].since : now;
+
+			values[0] = Int32GetDatum(rows[r].pid);
+			values[1] = CStringGetTextDatum(name);
+			values[2] = CStringGetTextDatum(rows[r].running ? "running" : "queued");
+			values[3] = CStringGetTextDatum(scope_name(rows[r].scope));
+			values[4] = TimestampTzGetDatum(rows[r].running ? rows[r].since : rows[r].queued_at);
+			values[5] = ms_datum(wait_end > rows[r].queued_at ? wait_end - rows[r].queued_at : 0);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+	}
+	return (Datum) 0;
+}
+
+/* Clear one slot's cumulative figures; false if it is not a workload */
+static bool
+reset_slot(BulkheadSlot *slot, const char *name)
+{
+	bool		done = false;
+
+	LWLockAcquire(slot->lock, LW_EXCLUSIVE);
+	if (slot->in_use && slot->defined &&
+		(name == NULL || strcmp(slot->name, name) == 0))
+	{
+		bulkhead_stats_clear(&slot->stats);
+		/* current state is never reset: peaks start from it */
+		slot->stats.peak_running = slot->running;
+		slot->stats.peak_queued = slot->queued;
+		done = true;
+	}
+	LWLockRelease(slot->lock);
+	return done;
+}
+
+Datum
+bulkhead_stats_reset_all(PG_FUNCTION_ARGS)
+{
+	int			i;
+
+	bulkhead_check_loaded();
+	for (i = 0; i < bulkhead_shared->nslots; i++)
+		(void) reset_slot(&bulkhead_shared->slots[i], NULL);
+	PG_RETURN_VOID();
+}
+
+Datum
+bulkhead_stats_reset(PG_FUNCTION_ARGS)
+{
+	char	   *name;
+	int			i;
+
+	bulkhead_check_loaded();
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("workload name must not be null")));
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	for (i = 0; i < bulkhead_shared->nslots; i++)
+		if (reset_slot(&bulkhead_shared->slots[i], name))
+			PG_RETURN_VOID();
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_OBJECT),
+			 errmsg("workload \"%s\" does not exist", name)));
+	PG_RETURN_VOID();
+}

@@ -1,0 +1,402 @@
+/*-------------------------------------------------------------------------
+ *
+ * worker.c
+ *	  The "bulkhead" background worker: loads bulkhead_workload into shared
+ *	  memory, serves waiters when a limit grows, and frees the permits of
+ *	  backends that are gone without releasing them.
+ *
+ * The worker connects to bulkhead.database.  It reloads when a committed
+ * change asks for it (shared->config_requested, bumped at commit by the
+ * table's trigger, and our latch), and also by polling: every second on a
+ * hot standby, where changes arrive through WAL replay and fire no trigger,
+ * and every ten seconds on a primary as a safety net.
+ *
+ * It exits on SIGTERM with status 1, so the postmaster starts it again
+ * after bgw_restart_time; shared memory (and every permit in it) is
+ * untouched meanwhile.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "bulkhead.h"
+
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "tcop/tcopprot.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#define BULKHEAD_RESTART_SECONDS	5
+#define BULKHEAD_TICK_MS			1000
+#define BULKHEAD_POLL_PRIMARY_MS	10000
+#define BULKHEAD_POLL_STANDBY_MS	1000
+
+/* One row of the table, as read by load_config() */
+typedef struct WorkloadRow
+{
+	char		name[NAMEDATALEN];
+	BulkheadConfig config;
+} WorkloadRow;
+
+void
+bulkhead_register_worker(void)
+{
+	BackgroundWorker worker;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_ConsistentState;
+	worker.bgw_restart_time = BULKHEAD_RESTART_SECONDS;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "bulkhead");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "bulkhead_worker_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "bulkhead worker");
+	snprintf(worker.bgw_type, BGW_MAXLEN, "bulkhead");
+	RegisterBackgroundWorker(&worker);
+}
+
+/* Ask the worker to reload the table (called at commit of a change) */
+void
+bulkhead_signal_worker(void)
+{
+	int			procno;
+
+	pg_atomic_fetch_add_u64(&bulkhead_shared->config_requested, 1);
+	procno = bulkhead_shared->worker_procno;
+	if (procno >= 0)
+		SetLatch(&GetPGProcByNumber(procno)->procLatch);
+}
+
+static void
+worker_exit(int code, Datum arg)
+{
+	bulkhead_shared->worker_procno = -1;
+}
+
+/* Milliseconds guard column: NULL -> no guard */
+static int
+guard_column(HeapTuple tuple, TupleDesc desc, int col)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(tuple, desc, col, &isnull);
+
+	if (isnull)
+		return BULKHEAD_NO_GUARD;
+	/* a setting holds at most INT_MAX ms */
+	return (int) Min(DatumGetFloat8(d), (double) INT_MAX);
+}
+
+static void
+read_row(HeapTuple tuple, TupleDesc desc, WorkloadRow *row)
+{
+	BulkheadConfig *c = &row->config;
+	bool		isnull;
+	Datum		roles;
+
+	memset(row, 0, sizeof(WorkloadRow));
+	strlcpy(row->name, TextDatumGetCString(SPI_getbinval(tuple, desc, 1, &isnull)),
+			NAMEDATALEN);
+	c->max_running = DatumGetInt32(SPI_getbinval(tuple, desc, 2, &isnull));
+	c->max_queued = DatumGetInt32(SPI_getbinval(tuple, desc, 3, &isnull));
+	c->queue_timeout_us = (int64) Min(DatumGetFloat8(SPI_getbinval(tuple, desc, 4, &isnull)),
+									  (double) (PG_INT64_MAX / 2));
+	c->statement_timeout_ms = guard_column(tuple, desc, 5);
+	c->lock_timeout_ms = guard_column(tuple, desc, 6);
+	c->idle_timeout_ms = guard_column(tuple, desc, 7);
+	c->shadow = DatumGetBool(SPI_getbinval(tuple, desc, 8, &isnull));
+
+	roles = SPI_getbinval(tuple, desc, 9, &isnull);
+	if (!isnull)
+	{
+		Datum	   *elems;
+		bool	   *nulls;
+		int			n;
+		int			i;
+
+		deconstruct_array(DatumGetArrayTypeP(roles), TEXTOID, -1, false,
+						  TYPALIGN_INT, &elems, &nulls, &n);
+		for (i = 0; i < n && c->nroles < BULKHEAD_MAX_ROLES; i++)
+			if (!nulls[i])
+				strlcpy(c->roles[c->nroles++], TextDatumGetCString(elems[i]),
+						NAMEDATALEN);
+	}
+}
+
+/*
+ * Read the table (if the extension exists in this database) into rows,
+ * allocated in the caller's memory context.  Returns the number of rows.
+ */
+static int
+read_table(WorkloadRow **rows_out)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	WorkloadRow *rows = NULL;
+	int			nrows = 0;
+	static bool warned_missing = false;
+	int			i;
+
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+
+	if (SPI_execute("SELECT n.nspname FROM pg_catalog.pg_extension e"
+					" JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace"
+					" WHERE e.extname = 'bulkhead'", true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not look up the bulkhead extension");
+
+	if (SPI_processed == 0)
+	{
+		if (!warned_missing)
+			ereport(LOG,
+					(errmsg("bulkhead: extension \"bulkhead\" is not installed in database \"%s\"; no workloads are defined",
+							bulkhead_database),
+					 errhint("Run CREATE EXTENSION bulkhead in database \"%s\".",
+							 bulkhead_database)));
+		warned_missing = true;
+	}
+	else
+	{
+		char	   *schema = SPI_getvalue(SPI_tuptable->vals[0],
+										  SPI_tuptable->tupdesc, 1);
+		StringInfoData query;
+
+		warned_missing = false;
+		initStringInfo(&query);
+		appendStringInfo(&query,
+						 "SELECT name, max_running, max_queued,"
+						 " ceil(extract(epoch FROM queue_timeout) * 1000000)::float8,"
+						 " ceil(extract(epoch FROM statement_timeout) * 1000)::float8,"
+						 " ceil(extract(epoch FROM lock_timeout) * 1000)::float8,"
+						 " ceil(extract(epoch FROM idle_timeout) * 1000)::float8,"
+						 " mode = 'shadow', roles"
+						 " FROM %s.bulkhead_workload ORDER BY name",
+						 quote_identifier(schema));
+		if (SPI_execute(query.data, true, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not read %s.bulkhead_workload", schema);
+
+		nrows = (int) SPI_processed;
+		rows = MemoryContextAlloc(caller, sizeof(WorkloadRow) * Max(nrows, 1));
+		for (i = 0; i < nrows; i++)
+			read_row(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, &rows[i]);
+	}
+
+	SPI_finish();
+	PopActiveSnapshot();
+	*rows_out = rows;
+	return nrows;
+}
+
+/* Caller holds dir_lock exclusively.  Slot of name (defined or not), or -1 */
+static int
+slot_of(const char *name)
+{
+	int			i;
+
+	for (i = 0; i < bulkhead_shared->nslots; i++)
+		if (bulkhead_shared->slots[i].in_use &&
+			strcmp(bulkhead_shared->slots[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+static int
+free_slot(void)
+{
+	int			i;
+
+	for (i = 0; i < bulkhead_shared->nslots; i++)
+		if (!bulkhead_shared->slots[i].in_use)
+			return i;
+	return -1;
+}
+
+/*
+ * Make shared memory match the rows: update the workloads that exist, add
+ * new ones, and mark the others undefined (they admit no one new; a slot is
+ * freed once its last permit and waiter are gone).
+ */
+static void
+apply_rows(WorkloadRow *rows, int nrows)
+{
+	BulkheadShared *shared = bulkhead_shared;
+	bool	   *seen = palloc0(sizeof(bool) * shared->nslots);
+	int			skipped = 0;
+	int			r;
+	int			i;
+
+	LWLockAcquire(shared->dir_lock, LW_EXCLUSIVE);
+	for (r = 0; r < nrows; r++)
+	{
+		int			s = slot_of(rows[r].name);
+		BulkheadSlot *slot;
+
+		if (s < 0 && (s = free_slot()) < 0)
+		{
+			skipped++;
+			continue;
+		}
+		slot = &shared->slots[s];
+		seen[s] = true;
+		LWLockAcquire(slot->lock, LW_EXCLUSIVE);
+		if (!slot->in_use)
+		{
+			slot->in_use = true;
+			strlcpy(slot->name, rows[r].name, NAMEDATALEN);
+			bulkhead_stats_clear(&slot->stats);
+		}
+		else if (!slot->defined && slot->running == 0 && slot->queued == 0)
+		{
+			/* deleted and re-created: a new workload, with fresh figures */
+			bulkhead_stats_clear(&slot->stats);
+		}
+		slot->defined = true;
+		slot->config = rows[r].config;
+		/* a higher limit, or a switch to shadow mode, serves waiters now */
+		bulkhead_grant_waiters(slot);
+		LWLockRelease(slot->lock);
+	}
+
+	for (i = 0; i < shared->nslots; i++)
+	{
+		BulkheadSlot *slot = &shared->slots[i];
+
+		if (!slot->in_use || seen[i])
+			continue;
+		LWLockAcquire(slot->lock, LW_EXCLUSIVE);
+		slot->defined = false;
+		if (slot->running == 0 && slot->queued == 0)
+		{
+			slot->in_use = false;
+			slot->name[0] = '\0';
+		}
+		LWLockRelease(slot->lock);
+	}
+	shared->config_loaded = true;
+	LWLockRelease(shared->dir_lock);
+
+	if (skipped > 0)
+		ereport(WARNING,
+				(errmsg("bulkhead: %d workloads were not loaded: all %d workload slots are in use",
+						skipped, shared->nslots),
+				 errhint("Raise \"bulkhead.max_workloads\" and restart the server.")));
+	pfree(seen);
+}
+
+static void
+load_config(void)
+{
+	WorkloadRow *rows;
+	int			nrows;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	pgstat_report_activity(STATE_RUNNING, "loading bulkhead workloads");
+	nrows = read_table(&rows);
+	apply_rows(rows, nrows);
+	CommitTransactionCommand();
+	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
+/*
+ * Free the entries of backends that ended without releasing them (a
+ * safety net: every exit path of a backend releases its own).
+ */
+static void
+reap_dead_backends(void)
+{
+	BulkheadShared *shared = bulkhead_shared;
+	int			i;
+
+	for (i = 0; i < shared->nslots; i++)
+	{
+		BulkheadSlot *slot = &shared->slots[i];
+		dlist_head *lists[2] = {&slot->holders, &slot->waiters};
+		int			reaped = 0;
+		int			l;
+
+		LWLockAcquire(slot->lock, LW_EXCLUSIVE);
+		for (l = 0; l < 2; l++)
+		{
+			dlist_mutable_iter iter;
+
+			dlist_foreach_modify(iter, lists[l])
+			{
+				BulkheadEntry *entry = dlist_container(BulkheadEntry, link, iter.cur);
+				int			procno = (entry - shared->entries) / shared->permits_per_backend;
+
+				if (GetPGProcByNumber(procno)->pid == entry->pid)
+					continue;
+				reaped++;
+				if (entry->state == BULKHEAD_ENTRY_GRANTED)
+					slot->stats.released++;
+				else
+					slot->stats.cancelled++;
+				bulkhead_unlink_entry(slot, entry);
+			}
+		}
+		bulkhead_grant_waiters(slot);
+		LWLockRelease(slot->lock);
+		if (reaped > 0)
+			ereport(LOG,
+					(errmsg("bulkhead: freed %d permit entries of workload slot %d left by ended processes",
+							reaped, i)));
+	}
+}
+
+void
+bulkhead_worker_main(Datum arg)
+{
+	uint64		loaded_request;
+	TimestampTz last_load;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+
+	BackgroundWorkerInitializeConnection(bulkhead_database, NULL, 0);
+
+	bulkhead_shared->worker_procno = MyProc->pgprocno;
+	before_shmem_exit(worker_exit, (Datum) 0);
+	ereport(LOG,
+			(errmsg("bulkhead worker started, reading workloads from database \"%s\"",
+					bulkhead_database)));
+
+	/* force a first load */
+	loaded_request = pg_atomic_read_u64(&bulkhead_shared->config_requested) - 1;
+	last_load = 0;
+
+	for (;;)
+	{
+		uint64		requested = pg_atomic_read_u64(&bulkhead_shared->config_requested);
+		int			poll_ms = RecoveryInProgress() ? BULKHEAD_POLL_STANDBY_MS :
+		BULKHEAD_POLL_PRIMARY_MS;
+
+		if (requested != loaded_request ||
+			TimestampDifferenceExceeds(last_load, GetCurrentTimestamp(), poll_ms))
+		{
+			loaded_request = requested;
+			last_load = GetCurrentTimestamp();
+			load_config();
+		}
+		reap_dead_backends();
+
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 BULKHEAD_TICK_MS, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+	}
+}
