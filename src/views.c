@@ -31,13 +31,18 @@ ms_datum(uint64 usec)
 	return Float8GetDatum((double) usec / 1000.0);
 }
 
-/* A percentile column: NULL when nothing was measured */
+/*
+ * A percentile column: NULL when nothing was measured.  A bucket's midpoint
+ * may lie above the largest value measured: max_us caps it when known.
+ */
 static void
-percentile_column(const BulkheadHistogram *hist, double p,
+percentile_column(const BulkheadHistogram *hist, double p, uint64 max_us,
 				  Datum *value, bool *isnull)
 {
 	double		usec = bulkhead_hist_percentile(hist, p);
 
+	if (max_us > 0 && usec > (double) max_us)
+		usec = (double) max_us;
 	*isnull = usec < 0;
 	*value = Float8GetDatum(usec / 1000.0);
 }
@@ -101,12 +106,12 @@ bulkhead_stats(PG_FUNCTION_ARGS)
 		values[c++] = Int32GetDatum(st->peak_queued);
 		values[c++] = ms_datum(st->wait_time_total_us);
 		values[c++] = ms_datum(st->wait_time_max_us);
-		percentile_column(&st->wait_hist, 0.50, &values[c], &nulls[c]), c++;
-		percentile_column(&st->wait_hist, 0.95, &values[c], &nulls[c]), c++;
-		percentile_column(&st->wait_hist, 0.99, &values[c], &nulls[c]), c++;
+		percentile_column(&st->wait_hist, 0.50, st->wait_time_max_us, &values[c], &nulls[c]), c++;
+		percentile_column(&st->wait_hist, 0.95, st->wait_time_max_us, &values[c], &nulls[c]), c++;
+		percentile_column(&st->wait_hist, 0.99, st->wait_time_max_us, &values[c], &nulls[c]), c++;
 		values[c++] = ms_datum(st->hold_time_total_us);
-		percentile_column(&st->hold_hist, 0.50, &values[c], &nulls[c]), c++;
-		percentile_column(&st->hold_hist, 0.99, &values[c], &nulls[c]), c++;
+		percentile_column(&st->hold_hist, 0.50, 0, &values[c], &nulls[c]), c++;
+		percentile_column(&st->hold_hist, 0.99, 0, &values[c], &nulls[c]), c++;
 		values[c++] = TimestampTzGetDatum(st->stats_reset);
 		Assert(c <= STATS_COLS);
 

@@ -1,0 +1,374 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2317  # cleanup() and its helpers run from the EXIT trap
+# scripts/demo.sh: a narrated tour of bulkhead on a throwaway cluster.
+#
+#   bash scripts/demo.sh            (or: make demo)      as root, on Debian 12
+#
+# Installs what is missing (apt-get), builds and installs the extension from a
+# copy of this tree, creates a temporary cluster (initdb as the postgres user)
+# preloaded with bulkhead, and walks through one workload with a few psql
+# sessions: a permit taken, a caller queued and served in turn, a caller
+# rejected (53B01), a wait that times out (53B02), a guard that cancels a slow
+# statement (57014), and the statistics. The server is stopped and every file
+# removed at exit. Exit status 0 when every step behaved as described.
+set -euo pipefail
+
+SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
+SRC_DIR=$(dirname -- "$SCRIPT_DIR")
+# shellcheck source=scripts/lib.sh
+. "$SCRIPT_DIR/lib.sh"
+
+bh_require_root
+
+# Our own server, our own connection settings.
+while IFS= read -r var; do
+    unset "$var"
+done < <(compgen -e | grep -E '^PG[A-Z]+$' || true)
+
+WORK=
+PGPID=
+PORT=
+CHECKS_FAILED=0
+LAST=                       # output of the last statement shown
+declare -A S_FD=() S_PID=() S_OFF=() S_SEQ=()
+
+alive() {    # alive PID: running, and not a zombie
+    local stat
+    stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+    stat=${stat##*")"}           # "pid (comm) S ...": the state follows the last ")"
+    stat=${stat# }
+    [ "${stat%% *}" != Z ]
+}
+
+wait_gone() {    # wait_gone PID TENTHS: wait up to TENTHS/10 s for PID to end
+    local i
+    for ((i = 0; i < $2; i++)); do
+        alive "$1" || return 0
+        sleep 0.1
+    done
+    ! alive "$1"
+}
+
+cleanup() {
+    local name fd pid
+    set +e
+    # End the psql sessions: EOF on their input makes them quit.
+    for name in "${!S_FD[@]}"; do
+        fd=${S_FD[$name]}
+        exec {fd}>&-
+    done
+    S_FD=()
+    # Stop the server by its pid: fast shutdown, then harder if it lingers.
+    if [ -n "$PGPID" ] && alive "$PGPID"; then
+        kill -INT "$PGPID"
+        if ! wait_gone "$PGPID" 300; then
+            kill -QUIT "$PGPID"
+            wait_gone "$PGPID" 50 || kill -KILL "$PGPID"
+        fi
+    fi
+    PGPID=
+    for name in "${!S_PID[@]}"; do
+        pid=${S_PID[$name]}
+        wait_gone "$pid" 50 || kill -TERM "$pid"
+        wait "$pid" 2>/dev/null
+    done
+    S_PID=()
+    if [ -n "$WORK" ] && [ -d "$WORK" ]; then
+        bh_stop_postmasters_under "$WORK"
+        rm -rf -- "$WORK"
+    fi
+    WORK=
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# --- narration and checks --------------------------------------------------
+
+AT_BLANK=1    # the last line printed was empty
+
+blank() {    # an empty line, unless there is one already
+    [ "$AT_BLANK" = 1 ] || echo
+    AT_BLANK=1
+}
+
+say() {    # print lines
+    printf '%s\n' "$@"
+    AT_BLANK=0
+}
+
+narrate() {    # one "-- " line per argument, after an empty line
+    blank
+    say "${@/#/-- }"
+}
+
+check_fail() {
+    CHECKS_FAILED=$((CHECKS_FAILED + 1))
+    say "!! not as described: $*"
+}
+
+expect() {    # expect ERE WHAT: the last output must match ERE
+    grep -qE -- "$1" <<<"$LAST" || check_fail "$2"
+}
+
+expect_no_error() {    # expect_no_error WHAT
+    if grep -qE '^(ERROR|FATAL|PANIC):|^psql: error' <<<"$LAST"; then
+        check_fail "$1"
+    fi
+}
+
+# --- one-shot queries (not shown) ------------------------------------------
+
+q() {
+    runuser -u postgres -- "$BH_BINDIR/psql" -X -A -t -q -h 127.0.0.1 -p "$PORT" \
+        -d postgres -c "$1" 2>/dev/null
+}
+
+poll_until() {    # poll_until SQL WHAT SECONDS: until SQL returns true
+    local t0 deadline r
+    t0=$(bh_now_us)
+    deadline=$((t0 + $3 * 1000000))
+    while :; do
+        r=$(q "$1" || true)
+        if [ "$r" = t ]; then
+            say "   ($2: after $(bh_fmt_us "$(($(bh_now_us) - t0))"))"
+            return 0
+        fi
+        if [ "$(bh_now_us)" -ge "$deadline" ]; then
+            check_fail "$2: not within $3 s"
+            return 1
+        fi
+        sleep 0.1
+    done
+}
+
+# --- psql sessions that stay connected --------------------------------------
+# Each session is a psql reading a FIFO; its output goes to a file. `run`
+# shows a statement as "NAME=# statement", sends it, waits for it to finish
+# (a \echo marker sent after it shows up) and prints what psql printed.
+
+session_start() {    # session_start NAME
+    local name=$1 fifo="$WORK/$1.in" out="$WORK/$1.out" fd
+    mkfifo "$fifo"
+    : >"$out"
+    (exec runuser -u postgres -- stdbuf -oL "$BH_BINDIR/psql" -X -h 127.0.0.1 \
+        -p "$PORT" -d postgres -P pager=off <"$fifo" >"$out" 2>&1) &
+    S_PID[$name]=$!
+    exec {fd}>"$fifo"
+    S_FD[$name]=$fd
+    S_OFF[$name]=0
+    S_SEQ[$name]=0
+}
+
+send() {    # send NAME STATEMENT: show it and send it, do not wait
+    local name=$1 sql=$2 fd=${S_FD[$1]}
+    say "$name=# $sql"
+    S_SEQ[$name]=$((S_SEQ[$name] + 1))
+    # a psql that is gone must not kill us with SIGPIPE: collect reports it
+    (trap '' PIPE; printf '%s\n\\echo __bh_done_%s__\n' "$sql" "${S_SEQ[$name]}" >&"$fd") \
+        2>/dev/null || true
+}
+
+collect() {    # collect NAME [SECONDS]: wait for the last statement sent, print its output
+    local name=$1 secs=${2:-15} out="$WORK/$1.out" marker deadline size
+    marker="__bh_done_${S_SEQ[$1]}__"
+    deadline=$(($(bh_now_us) + secs * 1000000))
+    until grep -qx -- "$marker" "$out"; do
+        if ! alive "${S_PID[$name]}" || [ "$(bh_now_us)" -ge "$deadline" ]; then
+            LAST=$(tail -c +"$((S_OFF[$name] + 1))" "$out")
+            say "$LAST"
+            check_fail "session $name did not finish its statement within $secs s"
+            return 1
+        fi
+        sleep 0.05
+    done
+    size=$(stat -c %s "$out")
+    LAST=$(tail -c +"$((S_OFF[$name] + 1))" "$out" | head -c "$((size - S_OFF[$name]))" |
+        grep -vx -e "$marker" -e 'LOCATION:  .*' || true)
+    S_OFF[$name]=$size
+    if [ -n "$LAST" ]; then
+        say "$LAST"
+        blank
+    fi
+}
+
+run() {    # run NAME STATEMENT: send, wait, print
+    send "$1" "$2"
+    collect "$1" || abort_demo
+}
+
+abort_demo() {    # a session hangs or is gone: no point in going on
+    echo "---- end of the server log ----"
+    tail -n 40 "$WORK/run/server.log" 2>/dev/null || true
+    bh_die "demo stopped: a session did not answer"
+}
+
+# --- setup -------------------------------------------------------------------
+
+echo "bulkhead demo: per-workload execution permits and a bounded FIFO queue,"
+echo "kept in the server's shared memory."
+echo
+
+bh_install_prereqs
+
+bh_fix_tmpdir
+WORK=$(bh_mktemp_dir bulkhead-demo)
+mkdir "$WORK/data" "$WORK/run"
+chown postgres:postgres "$WORK/data" "$WORK/run"
+
+bh_say "building and installing the extension (from a copy of $SRC_DIR)"
+bh_copy_tree "$SRC_DIR" "$WORK/build"
+if ! bh_build_install "$WORK/build" >"$WORK/build.log" 2>&1; then
+    tail -n 60 "$WORK/build.log"
+    bh_die "build failed (above: the end of its output)"
+fi
+
+bh_say "creating a throwaway cluster in $WORK/data"
+if ! runuser -u postgres -- "$BH_BINDIR/initdb" -D "$WORK/data" -U postgres \
+        --auth=trust --no-locale -E UTF8 -N >"$WORK/initdb.log" 2>&1; then
+    cat "$WORK/initdb.log"
+    bh_die "initdb failed"
+fi
+
+port_busy() {    # something listens on 127.0.0.1:PORT
+    if command -v ss >/dev/null 2>&1 &&
+            [ -n "$(ss -Hltn "sport = :$1" 2>/dev/null)" ]; then
+        return 0
+    fi
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+PORT=54329
+while port_busy "$PORT"; do
+    PORT=$((PORT + 1))
+    [ "$PORT" -lt 54429 ] || bh_die "no free port in 54329-54428"
+done
+
+bh_say "starting postgres on 127.0.0.1:$PORT with shared_preload_libraries=bulkhead, bulkhead.database=postgres"
+if ! runuser -u postgres -- "$BH_BINDIR/pg_ctl" -D "$WORK/data" -l "$WORK/run/server.log" \
+        -w -t 60 -o "-p $PORT -c listen_addresses=127.0.0.1 \
+-c unix_socket_directories='$WORK/run' \
+-c shared_preload_libraries=bulkhead -c bulkhead.database=postgres" \
+        start >"$WORK/pg_ctl.log" 2>&1; then
+    cat "$WORK/pg_ctl.log"
+    tail -n 30 "$WORK/run/server.log" 2>/dev/null || true
+    bh_die "the server did not start"
+fi
+PGPID=$(head -n 1 "$WORK/data/postmaster.pid")
+bh_say "server running (pid $PGPID); it is stopped and removed when the demo ends"
+
+session_start admin
+session_start A
+session_start B
+session_start C
+
+# --- the tour ----------------------------------------------------------------
+
+AT_BLANK=0
+
+narrate "1. Install the extension in the database whose bulkhead_workload table" \
+        "   the background worker reads (bulkhead.database = postgres)."
+run admin "CREATE EXTENSION bulkhead;"
+expect '^CREATE EXTENSION' "CREATE EXTENSION succeeds"
+
+narrate "2. A workload is a row. 'reports' gets 1 execution permit and 1 queue slot;" \
+        "   a caller waits at most 2 s for a permit by default, and while a permit" \
+        "   is held its statements run under a 300 ms statement_timeout."
+run admin "INSERT INTO bulkhead_workload (name, max_running, max_queued, queue_timeout, statement_timeout) VALUES ('reports', 1, 1, '2s', '300ms');"
+expect '^INSERT 0 1' "the workload is inserted"
+
+narrate "The background worker copies committed changes into shared memory" \
+        "within a second; bulkhead_stats shows what is loaded."
+poll_until "SELECT EXISTS (SELECT 1 FROM bulkhead_stats WHERE workload = 'reports')" \
+    "'reports' is loaded" 10 || true
+run admin "SELECT workload, mode, max_running, max_queued, running, queued FROM bulkhead_stats;"
+expect 'reports' "bulkhead_stats lists 'reports'"
+
+narrate "3. Session A takes the only permit and keeps it (a session permit lasts" \
+        "   until bulkhead_release or the end of the session). A stays connected, idle."
+run A "SELECT bulkhead_acquire('reports');"
+expect_no_error "A gets the permit"
+
+narrate "4. Session B asks for the permit, ready to wait up to 10 s (without a" \
+        "   timeout argument, the workload's queue_timeout of 2 s would apply)." \
+        "   The permit is taken and the queue has room, so B waits in the queue."
+send B "SELECT bulkhead_acquire('reports', '10s');"
+say "   (B is waiting...)"
+poll_until "SELECT EXISTS (SELECT 1 FROM bulkhead_activity a JOIN pg_stat_activity p ON p.pid = a.pid
+             WHERE a.workload = 'reports' AND a.state = 'queued' AND p.wait_event_type = 'Extension')" \
+    "B is queued" 10 || true
+
+narrate "One row per permit held or awaited:"
+run admin "SELECT pid, workload, state, scope, wait_ms FROM bulkhead_activity ORDER BY since;"
+expect 'running' "A shows as running"
+expect 'queued' "B shows as queued"
+narrate "A queued caller sleeps on its latch; pg_stat_activity shows an Extension wait:"
+run admin "SELECT a.pid, a.state, p.wait_event_type, p.wait_event, p.query FROM bulkhead_activity a JOIN pg_stat_activity p ON p.pid = a.pid ORDER BY a.since;"
+expect 'queued +\| *Extension' "B waits on wait_event_type 'Extension'"
+
+narrate "5. Session C arrives while 1 caller runs and 1 waits: running + queued =" \
+        "   max_running + max_queued, so C is rejected at once (SQLSTATE 53B01)," \
+        "   whatever timeout it asks for."
+run C '\set VERBOSITY verbose'
+run C "SELECT bulkhead_acquire('reports', '10s');"
+expect '53B01' "C is rejected with 53B01"
+narrate "bulkhead_try_acquire answers false instead of raising:"
+run C "SELECT bulkhead_try_acquire('reports');"
+expect '^ f$' "bulkhead_try_acquire returns false"
+
+narrate "6. A releases. The permit goes straight to the head of the queue, B," \
+        "   whose bulkhead_acquire now returns."
+run A "SELECT bulkhead_release('reports');"
+expect_no_error "A releases its permit"
+say "(B's bulkhead_acquire returns:)"
+collect B 15 || abort_demo
+expect_no_error "B gets the permit A released"
+run admin "SELECT pid, workload, state, scope, wait_ms FROM bulkhead_activity ORDER BY since;"
+expect 'running' "B now runs"
+
+narrate "7. The permit is held (by B) and the queue is empty: C is admitted to the" \
+        "   queue, waits 100 ms, and gives up with SQLSTATE 53B02."
+run C "SELECT bulkhead_acquire('reports', '100ms');"
+expect '53B02' "C times out with 53B02"
+
+narrate "8. B is done and releases."
+run B "SELECT bulkhead_release('reports');"
+expect_no_error "B releases its permit"
+
+narrate "9. The guards. A transaction-scoped permit is returned at commit or abort;" \
+        "   while it is held, the workload's statement_timeout (300 ms) applies to" \
+        "   the statements that follow, so a slow one is cancelled (SQLSTATE 57014)."
+run C "BEGIN;"
+run C "SELECT bulkhead_acquire_xact('reports');"
+expect_no_error "C gets a transaction permit"
+run C "SHOW statement_timeout;"
+expect '^ 300ms$' "statement_timeout is the workload's 300 ms"
+run C "SELECT pg_sleep(1);"
+expect '57014' "the slow statement is cancelled with 57014"
+expect 'statement timeout' "the cancel names the statement timeout"
+run C "ROLLBACK;"
+narrate "The abort returned the permit, and the session's own setting is back:"
+run C "SHOW statement_timeout;"
+expect '^ 0$' "statement_timeout is back to 0"
+
+narrate "10. What bulkhead counted: admissions, rejections for a full queue apart" \
+         "    from expired waits, wait and hold times."
+poll_until "SELECT running = 0 AND queued = 0 FROM bulkhead_stats WHERE workload = 'reports'" \
+    "no permit held or awaited" 5 || true
+run admin '\x on'
+run admin "SELECT * FROM bulkhead_stats;"
+expect 'acquired +\| 3$' "3 permits were granted (A, B, C)"
+expect 'rejected_full +\| [1-9]' "the rejection is counted"
+expect 'timed_out +\| 1$' "the expired wait is counted"
+run admin '\x off'
+run admin "SELECT * FROM bulkhead_activity;"
+expect '\(0 rows\)' "no permit is left held or awaited"
+
+blank
+if [ "$CHECKS_FAILED" -eq 0 ]; then
+    echo "Demo complete: every step behaved as described."
+    exit 0
+fi
+echo "Demo complete, but $CHECKS_FAILED step(s) did not behave as described (lines marked !!)."
+echo "---- end of the server log ----"
+tail -n 40 "$WORK/run/server.log" 2>/dev/null || true
+exit 1

@@ -1,0 +1,130 @@
+# shellcheck shell=bash
+# scripts/lib.sh: helpers shared by scripts/test.sh and scripts/demo.sh.
+# Source it; it defines functions and a few variables, and runs nothing.
+#
+#   BH_PG_CONFIG    pg_config of the server to build against (env PG_CONFIG
+#                   overrides; default: Debian's PostgreSQL 15)
+#   BH_BINDIR       that server's bindir (initdb, pg_ctl, psql, ...)
+
+BH_PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+# shellcheck disable=SC2034  # used by demo.sh
+BH_BINDIR=/usr/lib/postgresql/15/bin
+
+# Debian packages the build, the tests and the demo need.
+BH_PACKAGES=(postgresql-15 postgresql-server-dev-15 postgresql-contrib
+             libipc-run-perl make gcc perl)
+
+bh_say()  { printf '==> %s\n' "$*"; }
+bh_warn() { printf 'warning: %s\n' "$*" >&2; }
+bh_die()  { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# Wall clock in microseconds, and a duration in microseconds as "12.3 s".
+bh_now_us() { local t=${EPOCHREALTIME//[!0-9]/}; printf '%s\n' "$((10#$t))"; }
+bh_fmt_us() {
+    local us=$1
+    printf '%d.%d s' "$((us / 1000000))" "$(((us % 1000000) / 100000))"
+}
+
+bh_require_root() {
+    [ "$(id -u)" -eq 0 ] ||
+        bh_die "run as root (it installs packages and the extension, and runs servers as the postgres user)"
+}
+
+# Install the missing prerequisites with apt-get, quietly; `apt-get update`
+# runs only when something is missing. Idempotent.
+bh_install_prereqs() {
+    local pkg missing=() log
+    for pkg in "${BH_PACKAGES[@]}"; do
+        if [ "$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null)" != installed ]; then
+            missing+=("$pkg")
+        fi
+    done
+    if [ ${#missing[@]} -eq 0 ]; then
+        bh_say "prerequisites already installed"
+    else
+        bh_say "installing: ${missing[*]}"
+        log=$(mktemp -t bulkhead-apt.XXXXXX)
+        if ! { DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+               DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+                   -o Dpkg::Use-Pty=0 "${missing[@]}"; } >"$log" 2>&1; then
+            tail -n 40 "$log" >&2
+            rm -f "$log"
+            bh_die "apt-get failed"
+        fi
+        rm -f "$log"
+    fi
+    [ -x "$BH_PG_CONFIG" ] || bh_die "no pg_config at $BH_PG_CONFIG"
+    # shellcheck disable=SC2034  # used by demo.sh
+    BH_BINDIR=$("$BH_PG_CONFIG" --bindir)
+    id postgres >/dev/null 2>&1 || bh_die "no postgres user (it comes with postgresql-common)"
+}
+
+# The servers and pg_regress run as postgres and make their sockets and files
+# in $TMPDIR: if postgres cannot use it (say, a directory under /root), fall
+# back to /tmp for everything.
+bh_fix_tmpdir() {
+    if [ -n "${TMPDIR:-}" ] && ! runuser -u postgres -- test -w "$TMPDIR" -a -x "$TMPDIR"; then
+        bh_warn "TMPDIR=$TMPDIR is not usable by the postgres user; using /tmp"
+        unset TMPDIR
+    fi
+}
+
+# A fresh temporary directory (mode 755) that the postgres user can reach:
+# in $TMPDIR, or in /tmp when $TMPDIR lies somewhere postgres cannot enter.
+bh_mktemp_dir() {    # bh_mktemp_dir PREFIX -> path
+    local dir
+    dir=$(mktemp -d -t "$1.XXXXXX")
+    chmod 755 "$dir"
+    if ! runuser -u postgres -- test -x "$dir"; then
+        rmdir "$dir"
+        dir=$(mktemp -d -p /tmp "$1.XXXXXX")
+        chmod 755 "$dir"
+    fi
+    printf '%s\n' "$dir"
+}
+
+# Copy the source tree SRC to DST (created), leaving out .git and build and
+# test products.
+bh_copy_tree() {
+    local src=$1 dst=$2
+    mkdir -p "$dst"
+    tar -C "$src" -cf - \
+        --exclude=./.git \
+        --exclude='*.o' --exclude='*.so' --exclude='*.bc' \
+        --exclude='./tmp_check*' --exclude=./results --exclude=./output_iso \
+        --exclude=./log \
+        --exclude=./regression.diffs --exclude=./regression.out \
+        . | tar -C "$dst" -xf -
+}
+
+# In DIR: make clean, make (warnings are errors: the Makefile sets
+# PG_CFLAGS = -Wall -Werror), make install. Runs as the caller (root).
+bh_build_install() {
+    local dir=$1
+    make -C "$dir" -s clean PG_CONFIG="$BH_PG_CONFIG" >/dev/null &&
+    make -C "$dir" -j"$(nproc)" PG_CONFIG="$BH_PG_CONFIG" &&
+    make -C "$dir" install PG_CONFIG="$BH_PG_CONFIG"
+}
+
+# Stop every postmaster whose data directory lies under DIR: read the pid
+# from each postmaster.pid, check that the process runs there (its cwd is
+# the data directory), then SIGQUIT (immediate shutdown), SIGKILL if it
+# lingers. Prints what it stopped, on stderr.
+bh_stop_postmasters_under() {
+    local dir=$1 pidfile pid cwd i
+    [ -d "$dir" ] || return 0
+    while IFS= read -r pidfile; do
+        pid=$(head -n 1 "$pidfile" 2>/dev/null) || continue
+        case $pid in ''|*[!0-9]*) continue ;; esac
+        cwd=$(readlink "/proc/$pid/cwd" 2>/dev/null) || continue
+        case $cwd in "$dir"/*) ;; *) continue ;; esac
+        bh_warn "stopping leftover postgres (pid $pid, data $cwd)"
+        kill -QUIT "$pid" 2>/dev/null || continue
+        for ((i = 0; i < 100; i++)); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
+    done < <(find "$dir" -name postmaster.pid -type f 2>/dev/null)
+    return 0
+}

@@ -1,0 +1,70 @@
+# shellcheck shell=bash
+# test/bench/cluster.sh: a throwaway PostgreSQL cluster for benchmarks.
+# Source it after scripts/lib.sh.  bench_cluster_start makes a cluster as the
+# postgres user in a temporary directory, with bulkhead preloaded, on a free
+# loopback port; bench_cluster_stop (also run at exit) stops it by its pid
+# and removes the directory.  bench_psql runs psql against it.
+
+BENCH_DIR=
+BENCH_PORT=
+BENCH_PID=
+
+bench_cluster_stop() {
+    if [ -n "$BENCH_PID" ] && kill -0 "$BENCH_PID" 2>/dev/null; then
+        kill -INT "$BENCH_PID" 2>/dev/null    # fast shutdown
+        for _ in $(seq 100); do kill -0 "$BENCH_PID" 2>/dev/null || break; sleep 0.1; done
+        kill -0 "$BENCH_PID" 2>/dev/null && kill -KILL "$BENCH_PID"
+    fi
+    BENCH_PID=
+    [ -n "$BENCH_DIR" ] && bh_stop_postmasters_under "$BENCH_DIR" && rm -rf "$BENCH_DIR"
+    BENCH_DIR=
+}
+
+# bench_cluster_start [extra postgresql.conf lines...]
+bench_cluster_start() {
+    local line
+    BENCH_DIR=$(bh_mktemp_dir bulkhead-bench)
+    chown postgres "$BENCH_DIR"
+    trap bench_cluster_stop EXIT
+    runuser -u postgres -- "$BH_BINDIR/initdb" -D "$BENCH_DIR/data" -U postgres \
+        --auth=trust --no-locale -E UTF8 -N >"$BENCH_DIR/initdb.log" 2>&1 ||
+        { cat "$BENCH_DIR/initdb.log"; bh_die "initdb failed"; }
+    BENCH_PORT=54400
+    while [ -n "$(ss -Hltn "sport = :$BENCH_PORT" 2>/dev/null)" ]; do
+        BENCH_PORT=$((BENCH_PORT + 1))
+    done
+    {
+        echo "port = $BENCH_PORT"
+        echo "listen_addresses = '127.0.0.1'"
+        echo "unix_socket_directories = '$BENCH_DIR'"
+        echo "shared_preload_libraries = 'bulkhead'"
+        echo "bulkhead.database = 'postgres'"
+        echo "synchronous_commit = off"
+        echo "shared_buffers = '256MB'"
+        for line in "$@"; do echo "$line"; done
+    } >>"$BENCH_DIR/data/postgresql.conf"
+    runuser -u postgres -- "$BH_BINDIR/pg_ctl" -D "$BENCH_DIR/data" -l "$BENCH_DIR/server.log" \
+        -w start >/dev/null || { tail -20 "$BENCH_DIR/server.log"; bh_die "server did not start"; }
+    BENCH_PID=$(head -n 1 "$BENCH_DIR/data/postmaster.pid")
+    bench_psql -c "CREATE EXTENSION bulkhead" >/dev/null
+}
+
+bench_psql() {
+    runuser -u postgres -- "$BH_BINDIR/psql" -X -q -v ON_ERROR_STOP=1 \
+        -h "$BENCH_DIR" -p "$BENCH_PORT" -d postgres "$@"
+}
+
+# bench_wait_loaded NAME: until the worker has loaded workload NAME
+bench_wait_loaded() {
+    local i
+    for i in $(seq 200); do
+        [ "$(bench_psql -tAc "SELECT count(*) FROM bulkhead_stats WHERE workload = '$1'")" = 1 ] && return 0
+        sleep 0.05
+    done
+    bh_die "workload $1 was not loaded"
+}
+
+# median of the numbers on stdin
+bench_median() {
+    sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}

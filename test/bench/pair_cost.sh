@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# test/bench/pair_cost.sh: what one acquire/release pair costs, measured in a
+# PL/pgSQL loop inside one backend, beside the same loop of advisory locks.
+# The forms alternate (A B A B ...) and each figure is the median of ROUNDS
+# runs, so that the machine's drift hits every form alike.
+#
+#   bash test/bench/pair_cost.sh [PAIRS [ROUNDS]]     (as root; default 200000 5)
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+top=$(cd "$here/../.." && pwd)
+# shellcheck source=../../scripts/lib.sh
+. "$top/scripts/lib.sh"
+# shellcheck source=cluster.sh
+. "$here/cluster.sh"
+
+PAIRS=${1:-200000}
+ROUNDS=${2:-5}
+
+bh_require_root
+bh_install_prereqs >/dev/null
+bh_fix_tmpdir
+build=$(bh_mktemp_dir bulkhead-build)
+bh_copy_tree "$top" "$build"
+bh_build_install "$build" >/dev/null
+rm -rf "$build"
+
+bench_cluster_start
+bench_psql <<'SQL'
+INSERT INTO bulkhead_workload (name, max_running, max_queued) VALUES ('bench', 1000, 0);
+CREATE FUNCTION pair_ns(form text, n int) RETURNS float8 LANGUAGE plpgsql AS $$
+DECLARE
+    t0 timestamptz;
+    b boolean;
+BEGIN
+    t0 := clock_timestamp();
+    IF form = 'empty loop' THEN
+        FOR i IN 1..n LOOP
+            b := true;
+        END LOOP;
+    ELSIF form = 'advisory, PERFORM' THEN
+        FOR i IN 1..n LOOP
+            PERFORM pg_advisory_lock(1);
+            PERFORM pg_advisory_unlock(1);
+        END LOOP;
+    ELSIF form = 'bulkhead session, PERFORM' THEN
+        FOR i IN 1..n LOOP
+            PERFORM bulkhead_acquire('bench');
+            PERFORM bulkhead_release('bench');
+        END LOOP;
+    ELSIF form = 'advisory try, expression' THEN
+        FOR i IN 1..n LOOP
+            b := pg_try_advisory_lock(1);
+            b := pg_advisory_unlock(1);
+        END LOOP;
+    ELSIF form = 'bulkhead try, expression' THEN
+        FOR i IN 1..n LOOP
+            b := bulkhead_try_acquire('bench');
+            b := bulkhead_release('bench') IS NULL;
+        END LOOP;
+    ELSE
+        RAISE EXCEPTION 'unknown form %', form;
+    END IF;
+    RETURN extract(epoch FROM clock_timestamp() - t0) * 1e9 / n;
+END
+$$;
+SQL
+bench_wait_loaded bench
+
+forms=("empty loop" "advisory, PERFORM" "bulkhead session, PERFORM"
+       "advisory try, expression" "bulkhead try, expression")
+declare -A runs
+for ((r = 1; r <= ROUNDS; r++)); do
+    for f in "${forms[@]}"; do
+        runs[$f]+="$(bench_psql -tAc "SELECT round(pair_ns('$f', $PAIRS)::numeric, 1)") "
+    done
+done
+
+declare -A med
+for f in "${forms[@]}"; do
+    med[$f]=$(tr ' ' '\n' <<<"${runs[$f]}" | grep . | bench_median)
+done
+check=$(bench_psql -tAc "SELECT running || ' running, ' || acquired || ' acquired, ' || released || ' released' FROM bulkhead_stats WHERE workload = 'bench'")
+
+echo "## Pair cost: $PAIRS pairs in one PL/pgSQL loop, median of $ROUNDS alternating rounds"
+echo
+echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $("$BH_BINDIR/postgres" --version)"
+echo
+echo "| form | ns per pair (median) | runs |"
+echo "|---|---:|---|"
+for f in "${forms[@]}"; do
+    echo "| $f | ${med[$f]} | ${runs[$f]}|"
+done
+echo
+awk -v a="${med[advisory, PERFORM]}" -v b="${med[bulkhead session, PERFORM]}" \
+    -v c="${med[advisory try, expression]}" -v d="${med[bulkhead try, expression]}" \
+    'BEGIN { printf "ratio bulkhead/advisory: PERFORM form %.2fx, expression form %.2fx\n", b / a, d / c }'
+echo "bulkhead_stats after the run: $check"
