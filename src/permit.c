@@ -223,7 +223,7 @@ link_entry(BulkheadSlot *slot, int slotno, BulkheadEntry *entry,
  */
 static void
 record_grant(BulkheadSlot *slot, int slotno, int local_index,
-			 BulkheadScope scope, TimestampTz now)
+			 BulkheadScope scope)
 {
 	BulkheadEntry *entry = my_entry(local_index);
 	BulkheadLocalPermit *permit = &bulkhead_local[local_index];
@@ -369,7 +369,7 @@ retry:
 	if (outcome == GRANTED)
 	{
 		link_entry(slot, slotno, entry, scope, BULKHEAD_ENTRY_GRANTED, now);
-		record_grant(slot, slotno, li, scope, now);
+		record_grant(slot, slotno, li, scope);
 	}
 	else if (outcome == QUEUED)
 	{
@@ -415,10 +415,17 @@ retry:
 	{
 		long		remaining_ms;
 
+		/*
+		 * Interrupts first: a cancel that arrives with the hand-off wins, so
+		 * the error is raised while we still wait, the cleanup passes the
+		 * permit on, and the caller that sees the error does not hold it.
+		 */
+		CHECK_FOR_INTERRUPTS();
+
 		LWLockAcquire(slot->lock, LW_EXCLUSIVE);
 		if (entry->state == BULKHEAD_ENTRY_GRANTED)
 		{
-			record_grant(slot, slotno, li, scope, GetCurrentTimestamp());
+			record_grant(slot, slotno, li, scope);
 			my_wait_index = -1;
 			LWLockRelease(slot->lock);
 			bulkhead_apply_guards(&bulkhead_local[li]);
@@ -441,7 +448,6 @@ retry:
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 remaining_ms, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
 	}
 	pg_unreachable();
 }
