@@ -37,6 +37,13 @@
 #include "port/atomics.h"
 #include "storage/lwlock.h"
 
+/* This backend's PGPROC number (PG 17 replaced pgprocno by MyProcNumber) */
+#if PG_VERSION_NUM >= 170000
+#define BULKHEAD_MY_PROCNO		MyProcNumber
+#else
+#define BULKHEAD_MY_PROCNO		(MyProc->pgprocno)
+#endif
+
 #define BULKHEAD_NAME_MAXLEN	63	/* bytes, without the terminator */
 #define BULKHEAD_MAX_ROLES		16
 #define BULKHEAD_HIST_BUCKETS	256 /* see stats.c */

@@ -51,7 +51,7 @@ static HTAB *slot_cache = NULL;
 static BulkheadEntry *
 my_entry(int local_index)
 {
-	return &bulkhead_backend_entries(MyProc->pgprocno)[local_index];
+	return &bulkhead_backend_entries(BULKHEAD_MY_PROCNO)[local_index];
 }
 
 static int

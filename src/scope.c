@@ -42,7 +42,7 @@ bulkhead_backend_exit(int code, Datum arg)
 static void
 reclaim_stale_entries(void)
 {
-	BulkheadEntry *entries = bulkhead_backend_entries(MyProc->pgprocno);
+	BulkheadEntry *entries = bulkhead_backend_entries(BULKHEAD_MY_PROCNO);
 	int			i;
 
 	for (i = 0; i < bulkhead_shared->permits_per_backend; i++)
@@ -89,7 +89,7 @@ bulkhead_backend_init(void)
 int
 bulkhead_free_local_index(void)
 {
-	BulkheadEntry *entries = bulkhead_backend_entries(MyProc->pgprocno);
+	BulkheadEntry *entries = bulkhead_backend_entries(BULKHEAD_MY_PROCNO);
 	int			i;
 
 	for (i = 0; i < bulkhead_shared->permits_per_backend; i++)

@@ -12,6 +12,8 @@
 
 #include "access/twophase.h"
 #include "miscadmin.h"
+#include "postmaster/autovacuum.h"
+#include "replication/walsender.h"
 #include "storage/ipc.h"
 #include "storage/proc.h"
 #include "storage/shmem.h"
@@ -23,7 +25,14 @@ BulkheadShared *bulkhead_shared = NULL;
 static int
 bulkhead_backend_count(void)
 {
+#if PG_VERSION_NUM >= 150000
 	return MaxBackends + NUM_AUXILIARY_PROCS + max_prepared_xacts;
+#else
+	/* before 15 the request runs in _PG_init, where MaxBackends is still 0 */
+	return MaxConnections + autovacuum_max_workers + 1 +
+		max_worker_processes + max_wal_senders +
+		NUM_AUXILIARY_PROCS + max_prepared_xacts;
+#endif
 }
 
 static Size

@@ -363,7 +363,7 @@ bulkhead_worker_main(Datum arg)
 
 	BackgroundWorkerInitializeConnection(bulkhead_database, NULL, 0);
 
-	bulkhead_shared->worker_procno = MyProc->pgprocno;
+	bulkhead_shared->worker_procno = BULKHEAD_MY_PROCNO;
 	before_shmem_exit(worker_exit, (Datum) 0);
 	ereport(LOG,
 			(errmsg("bulkhead worker started, reading workloads from database \"%s\"",
