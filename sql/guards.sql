@@ -69,6 +69,21 @@ SELECT bulkhead_release('guarded');
 SELECT * FROM timeouts;
 RESET statement_timeout;
 
+-- session guards follow the permit, not the transaction: a rollback undoes
+-- neither the acquire nor the release, nor their guards
+BEGIN;
+SELECT bulkhead_acquire('guarded');
+ROLLBACK;
+SELECT * FROM timeouts;
+BEGIN;
+SAVEPOINT s;
+SELECT bulkhead_release('guarded');
+ROLLBACK TO SAVEPOINT s;
+SELECT * FROM timeouts;
+ROLLBACK;
+SELECT * FROM timeouts;
+SELECT count(*) FROM bulkhead_activity WHERE pid = pg_backend_pid();
+
 -- a workload without guards changes nothing
 SELECT bulkhead_acquire('plain');
 SELECT * FROM timeouts;

@@ -15,6 +15,13 @@
  * reload applies again).  If the user changed the setting meanwhile, it is
  * left as the user set it.
  *
+ * A session permit outlives the rollback of the transaction that took it,
+ * and its release is not undone by a rollback either; PostgreSQL, though,
+ * reverts a SET at rollback.  So after a session-scope change the value is
+ * made to survive the abort of the transactions (and subtransactions and
+ * function SET clauses) under way, by writing it into their saved prior
+ * values: what guc.c itself does for a value set at PGC_S_OVERRIDE.
+ *
  * statement_timeout is armed when a statement starts, so a guard applies
  * from the statement after the one that acquired the permit.
  *
@@ -24,6 +31,7 @@
 
 #include "storage/proc.h"
 #include "utils/guc.h"
+#include "utils/guc_tables.h"
 #include "utils/memutils.h"
 
 typedef enum GuardKind
@@ -39,6 +47,7 @@ typedef struct GuardSetting
 {
 	const char *name;
 	int		   *value;			/* the server's variable, in ms */
+	struct config_generic *record;	/* guc.c's entry, looked up once */
 	/* session scope bookkeeping */
 	bool		active;			/* we changed it for a session permit */
 	int			set_value;		/* what we set it to */
@@ -84,21 +93,72 @@ combine(int current, int guard)
 	return Min(current, guard);
 }
 
-static void
-set_guard(const char *name, const char *value, bool local)
+static struct config_generic *
+guc_record(GuardSetting *g)
 {
-	(void) set_config_option(name, value, PGC_USERSET, PGC_S_SESSION,
+	if (g->record == NULL)
+	{
+#if PG_VERSION_NUM >= 160000
+		g->record = find_option(g->name, false, false, ERROR);
+#else
+		struct config_generic **vars = get_guc_variables();
+		int			n = GetNumConfigOptions();
+		int			i;
+
+		for (i = 0; i < n && g->record == NULL; i++)
+			if (strcmp(vars[i]->name, g->name) == 0)
+				g->record = vars[i];
+		if (g->record == NULL)
+			elog(ERROR, "setting \"%s\" not found", g->name);
+#endif
+	}
+	return g->record;
+}
+
+/*
+ * Let the current value of g survive the abort of every transaction level
+ * under way: each stacked prior value (and a SET value masked by SET LOCAL)
+ * becomes the current one.  Integer settings without "extra" data only.
+ */
+static void
+survive_rollback(GuardSetting *g)
+{
+	struct config_generic *rec = guc_record(g);
+	GucStack   *stack;
+
+	for (stack = rec->stack; stack != NULL; stack = stack->prev)
+	{
+		stack->prior.val.intval = *g->value;
+		stack->source = rec->source;
+		stack->scontext = rec->scontext;
+		stack->srole = rec->srole;
+		if (stack->state == GUC_SET_LOCAL)
+		{
+			stack->masked.val.intval = *g->value;
+			stack->masked_scontext = rec->scontext;
+			stack->masked_srole = rec->srole;
+		}
+	}
+}
+
+/* Set g (value NULL: RESET) for the transaction, or for the session */
+static void
+set_guard(GuardSetting *g, const char *value, bool local)
+{
+	(void) set_config_option(g->name, value, PGC_USERSET, PGC_S_SESSION,
 							 local ? GUC_ACTION_LOCAL : GUC_ACTION_SET,
 							 true, 0, false);
+	if (!local)
+		survive_rollback(g);
 }
 
 static void
-set_guard_ms(const char *name, int ms, bool local)
+set_guard_ms(GuardSetting *g, int ms, bool local)
 {
 	char		buf[32];
 
 	snprintf(buf, sizeof(buf), "%d", ms);
-	set_guard(name, buf, local);
+	set_guard(g, buf, local);
 }
 
 /* Apply a just-granted permit's guards */
@@ -126,7 +186,7 @@ bulkhead_apply_guards(BulkheadLocalPermit *permit)
 				MemoryContextStrdup(TopMemoryContext, base);
 			g->active = true;
 		}
-		set_guard_ms(g->name, wanted, local);
+		set_guard_ms(g, wanted, local);
 		if (!local)
 			g->set_value = wanted;
 	}
@@ -169,11 +229,11 @@ bulkhead_restore_session_guards(void)
 			if (guarded)
 			{
 				if (wanted != g->set_value)
-					set_guard_ms(g->name, wanted, false);
+					set_guard_ms(g, wanted, false);
 				g->set_value = wanted;
 				continue;
 			}
-			set_guard(g->name, g->base_string, false);
+			set_guard(g, g->base_string, false);
 			g->active = false;
 		}
 		if (g->base_string)
