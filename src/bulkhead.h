@@ -123,6 +123,7 @@ typedef struct BulkheadSlot
 
 	/* protected by lock */
 	bool		defined;		/* present in the table at the last load */
+	bool		restored;		/* stats read back at start, table not read yet */
 	BulkheadConfig config;
 	int			running;		/* entries in holders */
 	int			queued;			/* entries in waiters */
@@ -209,5 +210,7 @@ PGDLLEXPORT void bulkhead_worker_main(Datum arg);
 extern void bulkhead_hist_add(BulkheadHistogram *hist, uint64 usec);
 extern double bulkhead_hist_percentile(const BulkheadHistogram *hist, double p);
 extern void bulkhead_stats_clear(BulkheadStats *stats);
+extern void bulkhead_stats_restore(void);
+extern void bulkhead_stats_save(int code, Datum arg);
 
 #endif							/* BULKHEAD_H */

@@ -36,6 +36,24 @@
 #define ERRCODE_BULKHEAD_FULL		MAKE_SQLSTATE('5','3','B','0','1')
 #define ERRCODE_BULKHEAD_TIMEOUT	MAKE_SQLSTATE('5','3','B','0','2')
 
+/*
+ * The wait event a queued backend shows in pg_stat_activity: type
+ * "Extension"; PG 17 lets it have a name of its own.
+ */
+static uint32
+queue_wait_event(void)
+{
+#if PG_VERSION_NUM >= 170000
+	static uint32 event = 0;
+
+	if (event == 0)
+		event = WaitEventExtensionNew("BulkheadQueue");
+	return event;
+#else
+	return PG_WAIT_EXTENSION;
+#endif
+}
+
 /* Local index of the entry this backend is waiting on, or -1 */
 static int	my_wait_index = -1;
 
@@ -295,6 +313,7 @@ bulkhead_acquire_permit(const char *name, int64 timeout_us,
 	bool		from_cache = true;
 	TimestampTz now;
 	TimestampTz deadline;
+	uint32		wait_event;
 	enum
 	{
 		GRANTED, QUEUED, FULL, ZERO_WAIT, CHECK_ROLES
@@ -411,6 +430,7 @@ retry:
 	 * bulkhead_wait_cleanup() from the abort or exit callbacks.
 	 */
 	deadline = now + Min(timeout_us, PG_INT64_MAX - now);
+	wait_event = queue_wait_event();
 	for (;;)
 	{
 		long		remaining_ms;
@@ -446,7 +466,7 @@ retry:
 
 		remaining_ms = (long) Min((deadline - now + 999) / 1000, (int64) INT_MAX);
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 remaining_ms, PG_WAIT_EXTENSION);
+						 remaining_ms, wait_event);
 		ResetLatch(MyLatch);
 	}
 	pg_unreachable();

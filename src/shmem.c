@@ -108,8 +108,15 @@ bulkhead_shmem_startup(void)
 			memset(&shared->entries[i], 0, sizeof(BulkheadEntry));
 			shared->entries[i].workload = -1;
 		}
+
+		/* statistics saved at the last clean shutdown (none after a crash) */
+		bulkhead_stats_restore();
 	}
 	LWLockRelease(AddinShmemInitLock);
+
+	/* the postmaster saves the statistics when it shuts down */
+	if (!IsUnderPostmaster)
+		on_shmem_exit(bulkhead_stats_save, (Datum) 0);
 }
 
 /* Raise 55000 unless the library was preloaded */

@@ -252,12 +252,14 @@ apply_rows(WorkloadRow *rows, int nrows)
 			strlcpy(slot->name, rows[r].name, NAMEDATALEN);
 			bulkhead_stats_clear(&slot->stats);
 		}
-		else if (!slot->defined && slot->running == 0 && slot->queued == 0)
+		else if (!slot->defined && !slot->restored &&
+				 slot->running == 0 && slot->queued == 0)
 		{
 			/* deleted and re-created: a new workload, with fresh figures */
 			bulkhead_stats_clear(&slot->stats);
 		}
 		slot->defined = true;
+		slot->restored = false;
 		slot->config = rows[r].config;
 		/* a higher limit, or a switch to shadow mode, serves waiters now */
 		bulkhead_grant_waiters(slot);
@@ -272,6 +274,7 @@ apply_rows(WorkloadRow *rows, int nrows)
 			continue;
 		LWLockAcquire(slot->lock, LW_EXCLUSIVE);
 		slot->defined = false;
+		slot->restored = false;
 		if (slot->running == 0 && slot->queued == 0)
 		{
 			slot->in_use = false;
