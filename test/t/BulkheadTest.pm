@@ -1,0 +1,208 @@
+# BulkheadTest.pm: shared helpers of bulkhead's TAP tests (test/t/*.pl).
+#
+# Every helper is bounded in time: a wait that does not end dies or fails
+# the test instead of hanging the suite.
+
+package BulkheadTest;
+
+use strict;
+use warnings;
+
+use Exporter 'import';
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep time);
+
+our @EXPORT = qw(
+  bulkhead_node wait_loaded session send_async finish_async sql sql2
+  close_session poll_until stats activity_states waiting_backends
+  worker_pid
+);
+
+# Seconds a background session may spend on one query before it dies.
+my $session_timeout = 60;
+
+# A started node with bulkhead preloaded and the extension created in
+# database postgres.  %opts go to init() (e.g. allows_streaming => 1).
+sub bulkhead_node
+{
+	my ($name, %opts) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init(%opts);
+	$node->append_conf('postgresql.conf',
+		"shared_preload_libraries = 'bulkhead'\n"
+		  . "bulkhead.database = 'postgres'\n"
+		  . "log_line_prefix = '%m [%p] %b '\n");
+	$node->start;
+	$node->safe_psql('postgres', 'CREATE EXTENSION bulkhead');
+	return $node;
+}
+
+# Wait (bounded) until the worker shows workload $w with max_running $b.
+sub wait_loaded
+{
+	my ($node, $w, $b) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	ok( poll_until(
+			$node,
+			"SELECT count(*) = 1 FROM bulkhead_stats"
+			  . " WHERE workload = '$w' AND max_running = $b",
+			30),
+		"workload $w loaded with max_running = $b")
+	  or die "workload $w was not loaded";
+}
+
+# Poll $query on $node (database postgres) until it returns 't', for at
+# most $timeout seconds.  Returns true on success.
+sub poll_until
+{
+	my ($node, $query, $timeout) = @_;
+	$timeout //= 30;
+	my $deadline = time() + $timeout;
+	my $last = '';
+	while (time() < $deadline)
+	{
+		my ($ret, $out, $err) =
+		  $node->psql('postgres', $query, timeout => $timeout);
+		$last = "$out / $err";
+		return 1 if $ret == 0 && $out eq 't';
+		usleep(50_000);
+	}
+	diag "poll_until timed out after ${timeout}s: $query\nlast: $last";
+	return 0;
+}
+
+# A background psql session on database postgres that keeps going after an
+# error (so a cancelled statement can be observed).
+sub session
+{
+	my ($node, $db) = @_;
+	my $s = $node->background_psql(
+		$db // 'postgres',
+		on_error_stop => 0,
+		timeout => $session_timeout);
+	$s->set_query_timer_restart();
+	return $s;
+}
+
+# Run $query in session $s and wait for it.  Returns its stdout; if it
+# wrote to stderr (an error), that is appended after "STDERR: " so that a
+# comparison with the expected output fails visibly.
+sub sql
+{
+	my ($s, $query) = @_;
+	my ($out, $err) = sql2($s, $query);
+	$out .= "\nSTDERR: $err" if $err ne '';
+	return $out;
+}
+
+# Same, but returns (stdout, stderr) as a list.  Clears the session's stderr
+# (BackgroundPsql keeps it otherwise).
+sub sql2
+{
+	my ($s, $query) = @_;
+	my $out;
+	# a session whose backend was ended (by a test or by a bug) makes psql
+	# exit: report that as an error instead of dying
+	if (!eval { $out = $s->query($query); 1 })
+	{
+		my $err = "$s->{stderr}\nbackground psql failed: $@";
+		$s->{stderr} = '';
+		return ('', $err);
+	}
+	my $err = $s->{stderr};
+	$s->{stderr} = '';
+	return ($out, $err);
+}
+
+# Start $query in session $s without waiting for its result (it may block
+# in bulkhead_acquire).  Returns once psql has sent it to the server.
+sub send_async
+{
+	my ($s, $query) = @_;
+	$s->query_until(qr/async-sent\n/, "\\echo async-sent\n$query\n");
+	return;
+}
+
+# Wait for what send_async started (and anything after it) to finish.
+# Returns (stdout, stderr) of it, as sql2().
+sub finish_async
+{
+	my ($s) = @_;
+	my ($out, $err) = sql2($s, "SELECT 'async-done'");
+	$out =~ s/\n?async-done$//;
+	return ($out, $err);
+}
+
+# Close a session, whether its backend is alive or was terminated.
+sub close_session
+{
+	my ($s) = @_;
+	eval {
+		$s->{run}->pump_nb();
+		if ($s->{run}->pumpable())
+		{
+			$s->quit;
+		}
+		else
+		{
+			$s->{run}->finish;
+		}
+	};
+	eval { $s->{run}->kill_kill if $s->{run}->pumpable(); };
+	return;
+}
+
+# bulkhead_stats of workload $w as a hashref (undef if absent).
+sub stats
+{
+	my ($node, $w) = @_;
+	my @cols =
+	  qw(max_running max_queued running queued acquired rejected_full
+	  timed_out cancelled released);
+	my $out = $node->safe_psql('postgres',
+		    'SELECT '
+		  . join(', ', @cols)
+		  . " FROM bulkhead_stats WHERE workload = '$w'");
+	return undef if $out eq '';
+	my @vals = split /\|/, $out;
+	my %h;
+	@h{@cols} = @vals;
+	return \%h;
+}
+
+# "pid:state,pid:state,..." of workload $w in bulkhead_activity, ordered by
+# state (running first) and then by arrival.
+sub activity_states
+{
+	my ($node, $w) = @_;
+	return $node->safe_psql(
+		'postgres', qq{
+		SELECT coalesce(string_agg(pid || ':' || state, ','
+		         ORDER BY state DESC, since, pid), '')
+		FROM bulkhead_activity WHERE workload = '$w'});
+}
+
+# Client backends waiting with wait_event_type Extension (bulkhead waiters;
+# the bulkhead worker itself also waits so, hence the backend_type filter).
+sub waiting_backends
+{
+	my ($node) = @_;
+	return $node->safe_psql(
+		'postgres', q{
+		SELECT count(*) FROM pg_stat_activity
+		WHERE wait_event_type = 'Extension'
+		  AND backend_type = 'client backend'});
+}
+
+# pid of the bulkhead background worker, or '' when none runs.
+sub worker_pid
+{
+	my ($node) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT coalesce(string_agg(pid::text, ','), '') FROM pg_stat_activity WHERE backend_type = 'bulkhead'"
+	);
+}
+
+1;
