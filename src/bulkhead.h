@@ -206,8 +206,18 @@ extern void bulkhead_register_worker(void);
 extern void bulkhead_signal_worker(void);
 PGDLLEXPORT void bulkhead_worker_main(Datum arg);
 
-/* stats.c */
-extern void bulkhead_hist_add(BulkheadHistogram *hist, uint64 usec);
+/*
+ * stats.c.  A build with -DBULKHEAD_NO_LATENCY_STATS leaves out the wait and
+ * hold timing (clock reads at release, totals, histograms): benchmarks
+ * build it to measure what that timing costs.  Real builds never do.
+ */
+#ifdef BULKHEAD_NO_LATENCY_STATS
+#define bulkhead_stats_clock()	((TimestampTz) 0)
+#else
+#define bulkhead_stats_clock()	GetCurrentTimestamp()
+#endif
+extern void bulkhead_stats_add_wait(BulkheadStats *stats, uint64 usec);
+extern void bulkhead_stats_add_hold(BulkheadStats *stats, uint64 usec);
 extern double bulkhead_hist_percentile(const BulkheadHistogram *hist, double p);
 extern void bulkhead_stats_clear(BulkheadStats *stats);
 extern void bulkhead_stats_restore(void);

@@ -250,10 +250,7 @@ record_grant(BulkheadSlot *slot, int slotno, int local_index,
 	if (entry->since > entry->queued_at)
 		waited = entry->since - entry->queued_at;
 	slot->stats.acquired++;
-	slot->stats.wait_time_total_us += waited;
-	if (waited > slot->stats.wait_time_max_us)
-		slot->stats.wait_time_max_us = waited;
-	bulkhead_hist_add(&slot->stats.wait_hist, waited);
+	bulkhead_stats_add_wait(&slot->stats, waited);
 
 	permit->held = true;
 	permit->scope = scope;
@@ -482,18 +479,15 @@ bulkhead_release_entry(int li)
 	BulkheadLocalPermit *permit = &bulkhead_local[li];
 	BulkheadEntry *entry = my_entry(li);
 	BulkheadSlot *slot;
-	TimestampTz now = GetCurrentTimestamp();
-	uint64		held_us;
+	TimestampTz now = bulkhead_stats_clock();
 
 	Assert(permit->held);
 	slot = &bulkhead_shared->slots[permit->workload];
 
 	LWLockAcquire(slot->lock, LW_EXCLUSIVE);
 	Assert(entry->workload == permit->workload);
-	held_us = now > entry->since ? now - entry->since : 0;
 	slot->stats.released++;
-	slot->stats.hold_time_total_us += held_us;
-	bulkhead_hist_add(&slot->stats.hold_hist, held_us);
+	bulkhead_stats_add_hold(&slot->stats, now > entry->since ? now - entry->since : 0);
 	bulkhead_unlink_entry(slot, entry);
 	bulkhead_grant_waiters(slot);
 	LWLockRelease(slot->lock);

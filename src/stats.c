@@ -36,6 +36,7 @@
 #define SUB_BUCKETS		8
 #define SUB_BITS		3
 
+pg_attribute_unused()		/* in a BULKHEAD_NO_LATENCY_STATS build */
 static int
 bucket_of(uint64 usec)
 {
@@ -66,10 +67,26 @@ bucket_value(int b)
 	return (double) low + (double) width / 2.0;
 }
 
+/* A wait that ended with a permit.  Caller holds the slot lock. */
 void
-bulkhead_hist_add(BulkheadHistogram *hist, uint64 usec)
+bulkhead_stats_add_wait(BulkheadStats *stats, uint64 usec)
 {
-	hist->count[bucket_of(usec)]++;
+#ifndef BULKHEAD_NO_LATENCY_STATS
+	stats->wait_time_total_us += usec;
+	if (usec > stats->wait_time_max_us)
+		stats->wait_time_max_us = usec;
+	stats->wait_hist.count[bucket_of(usec)]++;
+#endif
+}
+
+/* How long a released permit was held.  Caller holds the slot lock. */
+void
+bulkhead_stats_add_hold(BulkheadStats *stats, uint64 usec)
+{
+#ifndef BULKHEAD_NO_LATENCY_STATS
+	stats->hold_time_total_us += usec;
+	stats->hold_hist.count[bucket_of(usec)]++;
+#endif
 }
 
 /* The p-quantile (0 < p <= 1) in microseconds, or -1 when empty */

@@ -68,3 +68,10 @@ bench_wait_loaded() {
 bench_median() {
     sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
+
+# restart the cluster (to load a different bulkhead.so, say)
+bench_cluster_restart() {
+    runuser -u postgres -- "$BH_BINDIR/pg_ctl" -D "$BENCH_DIR/data" -l "$BENCH_DIR/server.log" \
+        -m fast -w restart >/dev/null || { tail -20 "$BENCH_DIR/server.log"; bh_die "restart failed"; }
+    BENCH_PID=$(head -n 1 "$BENCH_DIR/data/postmaster.pid")
+}

@@ -25,45 +25,8 @@ bh_build_install "$build" >/dev/null
 rm -rf "$build"
 
 bench_cluster_start
-bench_psql <<'SQL'
-INSERT INTO bulkhead_workload (name, max_running, max_queued) VALUES ('bench', 1000, 0);
-CREATE FUNCTION pair_ns(form text, n int) RETURNS float8 LANGUAGE plpgsql AS $$
-DECLARE
-    t0 timestamptz;
-    b boolean;
-BEGIN
-    t0 := clock_timestamp();
-    IF form = 'empty loop' THEN
-        FOR i IN 1..n LOOP
-            b := true;
-        END LOOP;
-    ELSIF form = 'advisory, PERFORM' THEN
-        FOR i IN 1..n LOOP
-            PERFORM pg_advisory_lock(1);
-            PERFORM pg_advisory_unlock(1);
-        END LOOP;
-    ELSIF form = 'bulkhead session, PERFORM' THEN
-        FOR i IN 1..n LOOP
-            PERFORM bulkhead_acquire('bench');
-            PERFORM bulkhead_release('bench');
-        END LOOP;
-    ELSIF form = 'advisory try, expression' THEN
-        FOR i IN 1..n LOOP
-            b := pg_try_advisory_lock(1);
-            b := pg_advisory_unlock(1);
-        END LOOP;
-    ELSIF form = 'bulkhead try, expression' THEN
-        FOR i IN 1..n LOOP
-            b := bulkhead_try_acquire('bench');
-            b := bulkhead_release('bench') IS NULL;
-        END LOOP;
-    ELSE
-        RAISE EXCEPTION 'unknown form %', form;
-    END IF;
-    RETURN extract(epoch FROM clock_timestamp() - t0) * 1e9 / n;
-END
-$$;
-SQL
+bench_psql -c "INSERT INTO bulkhead_workload (name, max_running, max_queued) VALUES ('bench', 1000, 0)"
+bench_psql <"$here/pair_ns.sql"
 bench_wait_loaded bench
 
 forms=("empty loop" "advisory, PERFORM" "bulkhead session, PERFORM"

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# test/bench/stats_cost.sh: what the latency statistics (wait and hold
+# timing, totals, histograms) add to an acquire/release pair.  It builds the
+# extension twice, as shipped and with -DBULKHEAD_NO_LATENCY_STATS, and runs
+# the pair loops of pair_ns.sql against each in turn (A B A B ..., the
+# server restarted on each swap of bulkhead.so), medians of ROUNDS runs.
+# At the end the shipped build is installed again.
+#
+#   bash test/bench/stats_cost.sh [PAIRS [ROUNDS]]     (as root; default 200000 5)
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+top=$(cd "$here/../.." && pwd)
+# shellcheck source=../../scripts/lib.sh
+. "$top/scripts/lib.sh"
+# shellcheck source=cluster.sh
+. "$here/cluster.sh"
+
+PAIRS=${1:-200000}
+ROUNDS=${2:-5}
+
+bh_require_root
+bh_install_prereqs >/dev/null
+bh_fix_tmpdir
+builds=$(bh_mktemp_dir bulkhead-builds)
+bh_copy_tree "$top" "$builds/with"
+bh_copy_tree "$top" "$builds/without"
+make -s -C "$builds/without" PG_CONFIG="$BH_PG_CONFIG" \
+    PG_CPPFLAGS="-I$builds/without/src -DBULKHEAD_NO_LATENCY_STATS" >/dev/null
+bh_build_install "$builds/with" >/dev/null
+libdir=$("$BH_PG_CONFIG" --pkglibdir)
+
+finish() {
+    bench_cluster_stop
+    install -m 755 "$builds/with/bulkhead.so" "$libdir/bulkhead.so"
+    rm -rf "$builds"
+}
+bench_cluster_start
+trap finish EXIT
+bench_psql -c "INSERT INTO bulkhead_workload (name, max_running, max_queued) VALUES ('bench', 1000, 0)"
+bench_psql <"$here/pair_ns.sql"
+
+forms=("bulkhead session, PERFORM" "bulkhead try, expression")
+variants=(with without)
+declare -A runs
+for ((r = 1; r <= ROUNDS; r++)); do
+    for v in "${variants[@]}"; do
+        install -m 755 "$builds/$v/bulkhead.so" "$libdir/bulkhead.so"
+        bench_cluster_restart
+        bench_wait_loaded bench
+        for f in "${forms[@]}"; do
+            runs[$v/$f]+="$(bench_psql -tAc "SELECT round(pair_ns('$f', $PAIRS)::numeric, 1)") "
+        done
+    done
+done
+
+echo "## Latency statistics cost: $PAIRS pairs per run, median of $ROUNDS alternating rounds"
+echo
+echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $("$BH_BINDIR/postgres" --version)"
+echo
+echo "| form | with statistics (ns/pair) | without latency statistics (ns/pair) | overhead |"
+echo "|---|---:|---:|---:|"
+for f in "${forms[@]}"; do
+    a=$(tr ' ' '\n' <<<"${runs[with/$f]}" | grep . | bench_median)
+    b=$(tr ' ' '\n' <<<"${runs[without/$f]}" | grep . | bench_median)
+    echo "| $f | $a | $b | $(awk -v a="$a" -v b="$b" 'BEGIN { printf "%+.1f%%", (a / b - 1) * 100 }') |"
+done
+echo
+for v in "${variants[@]}"; do
+    for f in "${forms[@]}"; do echo "runs $v / $f: ${runs[$v/$f]}"; done
+done
