@@ -12,7 +12,7 @@ BH_BINDIR=/usr/lib/postgresql/15/bin
 
 # Debian packages the build, the tests and the demo need.
 BH_PACKAGES=(postgresql-15 postgresql-server-dev-15 postgresql-contrib
-             libipc-run-perl make gcc perl)
+             libipc-run-perl make gcc perl prometheus-postgres-exporter)
 
 bh_say()  { printf '==> %s\n' "$*"; }
 bh_warn() { printf 'warning: %s\n' "$*" >&2; }
