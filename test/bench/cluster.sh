@@ -3,7 +3,9 @@
 # Source it after scripts/lib.sh.  bench_cluster_start makes a cluster as the
 # postgres user in a temporary directory, with bulkhead preloaded, on a free
 # loopback port; bench_cluster_stop (also run at exit) stops it by its pid
-# and removes the directory.  bench_psql runs psql against it.
+# and removes the directory.  bench_psql runs psql against it.  With
+# BENCH_UNDER set (say "valgrind --tool=callgrind ..."), the server runs
+# under that command.
 
 BENCH_DIR=
 BENCH_PORT=
@@ -12,7 +14,7 @@ BENCH_PID=
 bench_cluster_stop() {
     if [ -n "$BENCH_PID" ] && kill -0 "$BENCH_PID" 2>/dev/null; then
         kill -INT "$BENCH_PID" 2>/dev/null    # fast shutdown
-        for _ in $(seq 100); do kill -0 "$BENCH_PID" 2>/dev/null || break; sleep 0.1; done
+        for _ in $(seq 300); do kill -0 "$BENCH_PID" 2>/dev/null || break; sleep 0.1; done
         kill -0 "$BENCH_PID" 2>/dev/null && kill -KILL "$BENCH_PID"
     fi
     BENCH_PID=
@@ -43,8 +45,21 @@ bench_cluster_start() {
         echo "shared_buffers = '256MB'"
         for line in "$@"; do echo "$line"; done
     } >>"$BENCH_DIR/data/postgresql.conf"
-    runuser -u postgres -- "$BH_BINDIR/pg_ctl" -D "$BENCH_DIR/data" -l "$BENCH_DIR/server.log" \
-        -w start >/dev/null || { tail -20 "$BENCH_DIR/server.log"; bh_die "server did not start"; }
+    if [ -z "${BENCH_UNDER:-}" ]; then
+        runuser -u postgres -- "$BH_BINDIR/pg_ctl" -D "$BENCH_DIR/data" -l "$BENCH_DIR/server.log" \
+            -w start >/dev/null || { tail -20 "$BENCH_DIR/server.log"; bh_die "server did not start"; }
+    else
+        # under a tool such as valgrind: start postgres itself, wait for it
+        # shellcheck disable=SC2086  # BENCH_UNDER is a command and its options
+        (cd "$BENCH_DIR" && runuser -u postgres -- $BENCH_UNDER "$BH_BINDIR/postgres" \
+            -D "$BENCH_DIR/data" >"$BENCH_DIR/server.log" 2>&1 &)
+        for _ in $(seq 600); do
+            runuser -u postgres -- "$BH_BINDIR/pg_isready" -q -h "$BENCH_DIR" -p "$BENCH_PORT" && break
+            sleep 0.2
+        done
+        runuser -u postgres -- "$BH_BINDIR/pg_isready" -q -h "$BENCH_DIR" -p "$BENCH_PORT" ||
+            { tail -20 "$BENCH_DIR/server.log"; bh_die "server did not start"; }
+    fi
     BENCH_PID=$(head -n 1 "$BENCH_DIR/data/postmaster.pid")
     bench_psql -c "CREATE EXTENSION bulkhead" >/dev/null
 }

@@ -37,3 +37,22 @@ BEGIN
 END
 $$;
 
+
+-- CPU time of this backend in ns (user + system, from /proc/self/stat; the
+-- clock ticks at 100 Hz, so time a run of a second or more)
+CREATE FUNCTION backend_cpu_ns() RETURNS float8 LANGUAGE sql AS $$
+    SELECT (f[14]::float8 + f[15]::float8) * 1e7
+      FROM regexp_split_to_array(split_part(pg_read_file('/proc/self/stat'), ') ', 2), ' ') AS s(f0),
+           LATERAL (SELECT ARRAY['', ''] || f0) AS t(f)
+$$;
+
+-- pair_ns measured in CPU time of the backend rather than wall time: less
+-- sensitive to what else runs on the machine
+CREATE FUNCTION pair_cpu_ns(form text, n int) RETURNS float8 LANGUAGE plpgsql AS $$
+DECLARE
+    c0 float8 := backend_cpu_ns();
+BEGIN
+    PERFORM pair_ns(form, n);
+    RETURN (backend_cpu_ns() - c0) / n;
+END
+$$;
