@@ -17,6 +17,7 @@ OBJS = \
 	src/worker.o \
 	src/catalog.o \
 	src/functions.o \
+	src/gate.o \
 	src/stats.o \
 	src/views.o
 DATA = sql/bulkhead--1.0.sql
@@ -24,7 +25,7 @@ PG_CPPFLAGS = -I$(srcdir)/src
 PG_CFLAGS = -Wall -Werror
 
 # pg_regress: sql/<name>.sql against expected/<name>.out
-REGRESS = setup workload_table permits scopes guards errors stats
+REGRESS = setup workload_table permits scopes guards errors stats transparent
 REGRESS_OPTS = --temp-instance=./tmp_check_regress \
 	--temp-config=$(srcdir)/test/regress.conf
 

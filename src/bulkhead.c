@@ -82,6 +82,8 @@ _PG_init(void)
 							0,
 							NULL, NULL, NULL);
 
+	bulkhead_gate_init();
+
 #if PG_VERSION_NUM >= 150000
 	MarkGUCPrefixReserved("bulkhead");
 #else

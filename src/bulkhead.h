@@ -197,6 +197,12 @@ extern int	bulkhead_local_index_by_name(const char *name);
 extern int	bulkhead_release_session_permits(void);
 extern void bulkhead_request_reload_at_commit(void);
 
+/* gate.c */
+extern char *bulkhead_gate_workload;
+extern bool bulkhead_exempt_superuser;
+extern void bulkhead_gate_init(void);
+extern void bulkhead_gate_reset(void);
+
 /* guard.c */
 extern void bulkhead_apply_guards(BulkheadLocalPermit *permit);
 extern void bulkhead_restore_session_guards(void);

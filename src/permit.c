@@ -254,7 +254,9 @@ record_grant(BulkheadSlot *slot, int slotno, int local_index,
 
 	permit->held = true;
 	permit->scope = scope;
-	permit->subid = GetCurrentSubTransactionId();
+	/* an automatic permit belongs to the top-level transaction */
+	permit->subid = scope == BULKHEAD_SCOPE_AUTO ? TopSubTransactionId :
+		GetCurrentSubTransactionId();
 	permit->workload = slotno;
 	strlcpy(permit->name, slot->name, NAMEDATALEN);
 	permit->statement_timeout_ms = slot->config.statement_timeout_ms;
@@ -324,7 +326,19 @@ retry:
 		report_unknown_workload(name);
 	slot = &shared->slots[slotno];
 
-	if (bulkhead_local_index_by_slot(slotno) >= 0 ||
+	li = bulkhead_local_index_by_slot(slotno);
+	if (li >= 0 && bulkhead_local[li].scope == BULKHEAD_SCOPE_AUTO)
+	{
+		/* the transaction already holds it, through bulkhead.workload */
+		if (scope != BULKHEAD_SCOPE_SESSION)
+			return true;
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("permit of workload \"%s\" is already held for this transaction", name),
+				 errdetail("The setting \"bulkhead.workload\" makes every transaction of this session hold it."),
+				 errhint("Use bulkhead_acquire_xact, or acquire a session permit of another workload.")));
+	}
+	if (li >= 0 ||
 		(my_wait_index >= 0 && my_entry(my_wait_index)->workload == slotno))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

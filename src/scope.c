@@ -149,6 +149,7 @@ bulkhead_request_reload_at_commit(void)
 	reload_at_commit = true;
 }
 
+/* An explicit transaction permit (automatic ones end at PREPARE) */
 static bool
 holds_transaction_permit(void)
 {
@@ -156,7 +157,7 @@ holds_transaction_permit(void)
 
 	for (i = 0; i < bulkhead_shared->permits_per_backend; i++)
 		if (bulkhead_local[i].held &&
-			bulkhead_local[i].scope != BULKHEAD_SCOPE_SESSION)
+			bulkhead_local[i].scope == BULKHEAD_SCOPE_XACT)
 			return true;
 	return false;
 }
@@ -192,6 +193,7 @@ bulkhead_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_PREPARE:
+			bulkhead_gate_reset();
 			if (reload_at_commit)
 			{
 				reload_at_commit = false;
@@ -202,6 +204,7 @@ bulkhead_xact_callback(XactEvent event, void *arg)
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
+			bulkhead_gate_reset();
 			reload_at_commit = false;
 			if (bulkhead_local != NULL)
 			{

@@ -33,6 +33,7 @@
 #include "tcop/tcopprot.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
@@ -365,6 +366,8 @@ bulkhead_worker_main(Datum arg)
 	BackgroundWorkerUnblockSignals();
 
 	BackgroundWorkerInitializeConnection(bulkhead_database, NULL, 0);
+	/* the worker's queries resolve nothing through a user's schema */
+	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
 
 	bulkhead_shared->worker_procno = BULKHEAD_MY_PROCNO;
 	before_shmem_exit(worker_exit, (Datum) 0);

@@ -1,0 +1,158 @@
+/*-------------------------------------------------------------------------
+ *
+ * gate.c
+ *	  Transparent admission: with bulkhead.workload set (by a superuser:
+ *	  ALTER ROLE / ALTER DATABASE ... SET, or postgresql.conf), every
+ *	  top-level transaction of a client backend takes a permit of that
+ *	  workload (scope 'auto') before its first statement that does work, and
+ *	  returns it when the transaction ends.
+ *
+ * The gate sits in ExecutorStart (plannable statements) and ProcessUtility
+ * (utility statements).  The first statement of a transaction to reach
+ * either hook is always a top-level one: statements run by functions and
+ * procedures come later, inside it.  Once the transaction holds a permit of
+ * the workload, of any scope, nothing more is done until it ends; so a
+ * procedure that commits gets a new permit for each new transaction.
+ *
+ * Not gated: transaction control, SET/SHOW/RESET, DISCARD, LISTEN/UNLISTEN,
+ * PREPARE/DEALLOCATE, CLOSE; aborted transactions (only ROLLBACK can run);
+ * processes other than client backends (autovacuum, background and
+ * parallel workers, walsenders); superusers while
+ * bulkhead.exempt_superuser is on.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "bulkhead.h"
+
+#include "access/parallel.h"
+#include "access/xact.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/parsenodes.h"
+#include "replication/walsender.h"
+#include "storage/proc.h"
+#include "tcop/utility.h"
+#include "utils/timeout.h"
+
+/*---- GUC variables ----*/
+char	   *bulkhead_gate_workload = NULL;
+bool		bulkhead_exempt_superuser = true;
+
+/* This transaction already holds its gate permit (reset at its end) */
+static bool gate_passed = false;
+
+static ExecutorStart_hook_type prev_ExecutorStart = NULL;
+static ProcessUtility_hook_type prev_ProcessUtility = NULL;
+
+/* Utility statements that run without a permit */
+static bool
+utility_needs_no_permit(Node *stmt)
+{
+	switch (nodeTag(stmt))
+	{
+		case T_TransactionStmt:
+		case T_VariableSetStmt:
+		case T_VariableShowStmt:
+		case T_DiscardStmt:
+		case T_ListenStmt:
+		case T_UnlistenStmt:
+		case T_PrepareStmt:
+		case T_DeallocateStmt:
+		case T_ClosePortalStmt:
+			return true;
+		default:
+			return false;
+	}
+}
+
+/* Take the gate permit for this transaction, unless there is nothing to do */
+static void
+gate_transaction(void)
+{
+	if (gate_passed || bulkhead_gate_workload == NULL ||
+		bulkhead_gate_workload[0] == '\0')
+		return;
+	if (MyBackendType != B_BACKEND || am_walsender || IsParallelWorker() ||
+		IsAbortedTransactionBlockState() || bulkhead_shared == NULL)
+		return;
+	if (bulkhead_exempt_superuser && superuser())
+		return;
+
+	if (bulkhead_local_index_by_name(bulkhead_gate_workload) < 0)
+	{
+		int			statement_timeout = StatementTimeout;
+
+		(void) bulkhead_acquire_permit(bulkhead_gate_workload, 0, true,
+									   BULKHEAD_SCOPE_AUTO, false);
+
+		/*
+		 * The permit is for the statement starting now: if its guard lowered
+		 * statement_timeout, arm it for this statement from here (the wait
+		 * in the queue does not count against it).
+		 */
+		if (StatementTimeout > 0 && StatementTimeout != statement_timeout)
+			enable_timeout_after(STATEMENT_TIMEOUT, StatementTimeout);
+	}
+	gate_passed = true;
+}
+
+/* At the end of every transaction */
+void
+bulkhead_gate_reset(void)
+{
+	gate_passed = false;
+}
+
+static void
+gate_ExecutorStart(QueryDesc *queryDesc, int eflags)
+{
+	gate_transaction();
+	if (prev_ExecutorStart)
+		prev_ExecutorStart(queryDesc, eflags);
+	else
+		standard_ExecutorStart(queryDesc, eflags);
+}
+
+static void
+gate_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
+					bool readOnlyTree, ProcessUtilityContext context,
+					ParamListInfo params, QueryEnvironment *queryEnv,
+					DestReceiver *dest, QueryCompletion *qc)
+{
+	if (!utility_needs_no_permit(pstmt->utilityStmt))
+		gate_transaction();
+	if (prev_ProcessUtility)
+		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+							params, queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
+}
+
+/* From _PG_init */
+void
+bulkhead_gate_init(void)
+{
+	DefineCustomStringVariable("bulkhead.workload",
+							   "Workload whose permit every transaction of the session takes.",
+							   "Empty: transactions are not gated.  Only superusers may set it.",
+							   &bulkhead_gate_workload,
+							   "",
+							   PGC_SUSET,
+							   0,
+							   NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("bulkhead.exempt_superuser",
+							 "Superusers' transactions are not gated by bulkhead.workload.",
+							 NULL,
+							 &bulkhead_exempt_superuser,
+							 true,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	prev_ExecutorStart = ExecutorStart_hook;
+	ExecutorStart_hook = gate_ExecutorStart;
+	prev_ProcessUtility = ProcessUtility_hook;
+	ProcessUtility_hook = gate_ProcessUtility;
+}
