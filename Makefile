@@ -31,7 +31,7 @@ REGRESS_OPTS = --temp-instance=./tmp_check_regress \
 
 # isolation: test/specs/<name>.spec against test/expected/<name>.out
 ISOLATION = reject_full wait_timeout handoff cancel_waiter limit_raise \
-	xact_release session_kept shadow
+	xact_release session_kept shadow transparent_queue
 ISOLATION_OPTS = --inputdir=$(srcdir)/test \
 	--temp-instance=./tmp_check_iso \
 	--temp-config=$(srcdir)/test/isolation.conf
