@@ -148,6 +148,30 @@ SET ROLE bh_app;
 SELECT bh_definer();
 SHOW bulkhead.workload;
 
+-- parallel workers are never gated: the leader's permit covers them
+RESET ROLE;
+CREATE TABLE bh_par AS SELECT g FROM generate_series(1, 200000) g;
+ANALYZE bh_par;
+GRANT SELECT ON bh_par TO bh_app;
+SET max_parallel_workers_per_gather = 2;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET parallel_leader_participation = off;
+SELECT gate_granted() AS before \gset
+SET ROLE bh_app;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+    SELECT count(*) FROM bh_par;
+SELECT count(*) FROM bh_par;
+RESET ROLE;
+SELECT gate_granted() - :before AS granted;
+RESET max_parallel_workers_per_gather;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+RESET parallel_leader_participation;
+DROP TABLE bh_par;
+
 -- superusers are exempt while bulkhead.exempt_superuser is on (the default)
 RESET ROLE;
 SELECT gate_granted() AS before \gset

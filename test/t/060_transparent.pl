@@ -98,5 +98,21 @@ foreach my $case (['tiny_app', 'tiny', '53B01', qr/workload "tiny" is full/],
 		'0', 'the permit is back');
 }
 
+# --- set per database, and per role in a database ----------------------------
+$node->safe_psql('postgres', q{
+	CREATE DATABASE batch;
+	ALTER DATABASE batch SET bulkhead.workload = 'tiny';
+	CREATE ROLE analyst LOGIN;
+	ALTER ROLE analyst IN DATABASE postgres SET bulkhead.workload = 'short';
+});
+$node->safe_psql('batch', 'CREATE EXTENSION bulkhead');
+my $scope_of = q{SELECT string_agg(workload || ':' || scope, ',') FROM bulkhead_activity WHERE pid = pg_backend_pid()};
+is($node->safe_psql('batch', $scope_of, extra_params => ['-U', 'analyst']),
+	'tiny:auto', 'ALTER DATABASE ... SET gates the database');
+is($node->safe_psql('postgres', $scope_of, extra_params => ['-U', 'analyst']),
+	'short:auto', 'ALTER ROLE ... IN DATABASE ... SET gates the role there');
+is($node->safe_psql('batch', $scope_of), '',
+	'a superuser is exempt by default');
+
 $node->stop;
 done_testing();
