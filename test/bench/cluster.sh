@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# test/bench/cluster.sh: a throwaway PostgreSQL cluster for benchmarks.
-# Source it after scripts/lib.sh.  bench_cluster_start makes a cluster as the
+# test/bench/cluster.sh: builds and a throwaway PostgreSQL cluster for the
+# benchmarks.  Source it after scripts/lib.sh, with $top set to the tree.  bench_cluster_start makes a cluster as the
 # postgres user in a temporary directory, with bulkhead preloaded, on a free
 # loopback port; bench_cluster_stop (also run at exit) stops it by its pid
 # and removes the directory.  bench_psql runs psql against it.  With
@@ -10,6 +10,43 @@
 BENCH_DIR=
 BENCH_PORT=
 BENCH_PID=
+BENCH_BUILDS=
+
+# bench_prepare: as root, install what is missing, build the tree as shipped
+# and install it.  Extra Debian packages may be added to BH_PACKAGES first.
+bench_prepare() {
+    bh_require_root
+    bh_install_prereqs >/dev/null
+    bh_fix_tmpdir
+    BENCH_BUILDS=$(bh_mktemp_dir bulkhead-builds)
+    trap bench_finish EXIT
+    bh_copy_tree "$top" "$BENCH_BUILDS/with"
+    bh_build_install "$BENCH_BUILDS/with" >/dev/null
+}
+
+# bench_build_without_stats: a second build, without the latency statistics,
+# in $BENCH_BUILDS/without (see BULKHEAD_NO_LATENCY_STATS in src/bulkhead.h)
+bench_build_without_stats() {
+    bh_copy_tree "$top" "$BENCH_BUILDS/without"
+    make -s -C "$BENCH_BUILDS/without" PG_CONFIG="$BH_PG_CONFIG" \
+        PG_CPPFLAGS="-I$BENCH_BUILDS/without/src -DBULKHEAD_NO_LATENCY_STATS" >/dev/null
+}
+
+# bench_use_build with|without: install that build's bulkhead.so (the server
+# loads it at its next start)
+bench_use_build() {
+    install -m 755 "$BENCH_BUILDS/$1/bulkhead.so" "$("$BH_PG_CONFIG" --pkglibdir)/bulkhead.so"
+}
+
+# bench_finish: stop the cluster, put the shipped build back, clean up (at exit)
+bench_finish() {
+    bench_cluster_stop
+    if [ -n "$BENCH_BUILDS" ]; then
+        [ -f "$BENCH_BUILDS/with/bulkhead.so" ] && bench_use_build with
+        rm -rf "$BENCH_BUILDS"
+    fi
+    BENCH_BUILDS=
+}
 
 bench_cluster_stop() {
     if [ -n "$BENCH_PID" ] && kill -0 "$BENCH_PID" 2>/dev/null; then
@@ -27,7 +64,7 @@ bench_cluster_start() {
     local line
     BENCH_DIR=$(bh_mktemp_dir bulkhead-bench)
     chown postgres "$BENCH_DIR"
-    trap bench_cluster_stop EXIT
+    trap bench_finish EXIT
     runuser -u postgres -- "$BH_BINDIR/initdb" -D "$BENCH_DIR/data" -U postgres \
         --auth=trust --no-locale -E UTF8 -N >"$BENCH_DIR/initdb.log" 2>&1 ||
         { cat "$BENCH_DIR/initdb.log"; bh_die "initdb failed"; }

@@ -18,33 +18,18 @@ top=$(cd "$here/../.." && pwd)
 
 PAIRS=${1:-20000}
 
-bh_require_root
 BH_PACKAGES+=(valgrind)
-bh_install_prereqs >/dev/null
-bh_fix_tmpdir
-builds=$(bh_mktemp_dir bulkhead-builds)
-bh_copy_tree "$top" "$builds/with"
-bh_copy_tree "$top" "$builds/without"
-make -s -C "$builds/without" PG_CONFIG="$BH_PG_CONFIG" \
-    PG_CPPFLAGS="-I$builds/without/src -DBULKHEAD_NO_LATENCY_STATS" >/dev/null
-bh_build_install "$builds/with" >/dev/null
-libdir=$("$BH_PG_CONFIG" --pkglibdir)
-finish() {
-    bench_cluster_stop
-    install -m 755 "$builds/with/bulkhead.so" "$libdir/bulkhead.so"
-    rm -rf "$builds"
-}
-trap finish EXIT
+bench_prepare
+bench_build_without_stats
 
 forms=("empty loop" "advisory, PERFORM" "bulkhead session, PERFORM"
        "advisory try, expression" "bulkhead try, expression")
 declare -A count
 for v in with without; do
-    install -m 755 "$builds/$v/bulkhead.so" "$libdir/bulkhead.so"
+    bench_use_build "$v"
     BENCH_UNDER="valgrind --tool=callgrind --trace-children=yes --collect-atstart=no \
 --toggle-collect=plpgsql_call_handler --callgrind-out-file=callgrind.%p" \
         bench_cluster_start
-    trap finish EXIT
     bench_psql -c "INSERT INTO bulkhead_workload (name, max_running, max_queued) VALUES ('bench', 1000, 0)"
     bench_psql <"$here/pair_ns.sql"
     bench_wait_loaded bench

@@ -16,13 +16,7 @@ top=$(cd "$here/../.." && pwd)
 PAIRS=${1:-200000}
 ROUNDS=${2:-5}
 
-bh_require_root
-bh_install_prereqs >/dev/null
-bh_fix_tmpdir
-build=$(bh_mktemp_dir bulkhead-build)
-bh_copy_tree "$top" "$build"
-bh_build_install "$build" >/dev/null
-rm -rf "$build"
+bench_prepare
 
 bench_cluster_start
 bench_psql -c "INSERT INTO bulkhead_workload (name, max_running, max_queued) VALUES ('bench', 1000, 0)"

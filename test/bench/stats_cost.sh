@@ -18,24 +18,10 @@ top=$(cd "$here/../.." && pwd)
 PAIRS=${1:-200000}
 ROUNDS=${2:-5}
 
-bh_require_root
-bh_install_prereqs >/dev/null
-bh_fix_tmpdir
-builds=$(bh_mktemp_dir bulkhead-builds)
-bh_copy_tree "$top" "$builds/with"
-bh_copy_tree "$top" "$builds/without"
-make -s -C "$builds/without" PG_CONFIG="$BH_PG_CONFIG" \
-    PG_CPPFLAGS="-I$builds/without/src -DBULKHEAD_NO_LATENCY_STATS" >/dev/null
-bh_build_install "$builds/with" >/dev/null
-libdir=$("$BH_PG_CONFIG" --pkglibdir)
+bench_prepare
+bench_build_without_stats
 
-finish() {
-    bench_cluster_stop
-    install -m 755 "$builds/with/bulkhead.so" "$libdir/bulkhead.so"
-    rm -rf "$builds"
-}
 bench_cluster_start
-trap finish EXIT
 bench_psql -c "INSERT INTO bulkhead_workload (name, max_running, max_queued) VALUES ('bench', 1000, 0)"
 bench_psql <"$here/pair_ns.sql"
 
@@ -44,7 +30,7 @@ variants=(with without)
 declare -A runs
 for ((r = 1; r <= ROUNDS; r++)); do
     for v in "${variants[@]}"; do
-        install -m 755 "$builds/$v/bulkhead.so" "$libdir/bulkhead.so"
+        bench_use_build "$v"
         bench_cluster_restart
         bench_wait_loaded bench
         for f in "${forms[@]}"; do

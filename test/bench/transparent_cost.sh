@@ -19,13 +19,7 @@ SECONDS_PER_RUN=${1:-10}
 ROUNDS=${2:-5}
 CLIENTS=8
 
-bh_require_root
-bh_install_prereqs >/dev/null
-bh_fix_tmpdir
-build=$(bh_mktemp_dir bulkhead-build)
-bh_copy_tree "$top" "$build"
-bh_build_install "$build" >/dev/null
-rm -rf "$build"
+bench_prepare
 
 bench_cluster_start "max_connections = 50"
 bench_psql <<'SQL'
