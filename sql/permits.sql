@@ -82,6 +82,7 @@ SELECT bulkhead_acquire('reports');
 \echo :LAST_ERROR_SQLSTATE
 SELECT bulkhead_release_all();
 DELETE FROM bulkhead_workload WHERE name LIKE 'p_';
+SELECT bh_wait($$(SELECT count(*) FROM bulkhead_stats) = 2$$);
 
 SELECT workload, running, queued, acquired, rejected_full, timed_out, cancelled, released
   FROM bulkhead_stats ORDER BY workload;

@@ -98,6 +98,38 @@ COMMIT PREPARED 'bh2';
 SELECT * FROM held;
 SELECT bulkhead_release('w');
 
+-- DISCARD ALL ends the session permits, as it ends advisory locks: a pooler
+-- that runs it when a client leaves does not hand a permit on
+SELECT bulkhead_acquire('w');
+SELECT bulkhead_acquire('v');
+DISCARD ALL;
+SELECT * FROM held;
+-- other DISCARDs leave them alone
+SELECT bulkhead_acquire('w');
+DISCARD PLANS;
+DISCARD TEMP;
+SELECT * FROM held;
+SELECT bulkhead_release('w');
+
+-- bulkhead.allow_session_permits = off (for connections through a
+-- transaction-pooling proxy) refuses session permits only
+SET bulkhead.allow_session_permits = off;
+SELECT bulkhead_acquire('w');
+\echo :LAST_ERROR_SQLSTATE
+SELECT bulkhead_try_acquire('w');
+\echo :LAST_ERROR_SQLSTATE
+BEGIN;
+SELECT bulkhead_acquire_xact('w');
+SELECT * FROM held;
+COMMIT;
+RESET bulkhead.allow_session_permits;
+CREATE ROLE bh_pooled;
+SET ROLE bh_pooled;
+SET bulkhead.allow_session_permits = off;
+\echo :LAST_ERROR_SQLSTATE
+RESET ROLE;
+DROP ROLE bh_pooled;
+
 SELECT workload, running, queued, acquired, released FROM bulkhead_stats ORDER BY workload;
 DROP VIEW held;
 DELETE FROM bulkhead_workload;

@@ -24,6 +24,7 @@ PGDLLEXPORT void _PG_init(void);
 char	   *bulkhead_database = NULL;
 int			bulkhead_max_workloads = 64;
 int			bulkhead_max_permits_per_backend = 8;
+bool		bulkhead_allow_session_permits = true;
 
 /*---- Saved hook values ----*/
 #if PG_VERSION_NUM >= 150000
@@ -81,6 +82,16 @@ _PG_init(void)
 							PGC_POSTMASTER,
 							0,
 							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("bulkhead.allow_session_permits",
+							 "Whether this session may take session-scoped permits.",
+							 "Turn it off (ALTER ROLE / ALTER DATABASE ... SET) for "
+							 "connections made through a transaction-pooling proxy.",
+							 &bulkhead_allow_session_permits,
+							 true,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
 
 	bulkhead_gate_init();
 

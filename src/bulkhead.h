@@ -55,6 +55,7 @@
 extern char *bulkhead_database;
 extern int	bulkhead_max_workloads;
 extern int	bulkhead_max_permits_per_backend;
+extern bool bulkhead_allow_session_permits;
 
 /* Permit scope, as shown in bulkhead_activity.scope */
 typedef enum BulkheadScope
@@ -195,6 +196,7 @@ extern int	bulkhead_free_local_index(void);
 extern int	bulkhead_local_index_by_slot(int slot);
 extern int	bulkhead_local_index_by_name(const char *name);
 extern int	bulkhead_release_session_permits(void);
+extern void bulkhead_discard_session_permits(void);
 extern void bulkhead_request_reload_at_commit(void);
 
 /* gate.c */

@@ -119,6 +119,9 @@ gate_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 					ParamListInfo params, QueryEnvironment *queryEnv,
 					DestReceiver *dest, QueryCompletion *qc)
 {
+	bool		discard_all = IsA(pstmt->utilityStmt, DiscardStmt) &&
+		((DiscardStmt *) pstmt->utilityStmt)->target == DISCARD_ALL;
+
 	if (!utility_needs_no_permit(pstmt->utilityStmt))
 		gate_transaction();
 	if (prev_ProcessUtility)
@@ -127,6 +130,13 @@ gate_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	else
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
 								params, queryEnv, dest, qc);
+
+	/*
+	 * Reached only when DISCARD ALL succeeded, which it cannot do inside a
+	 * transaction block: only session permits can be held here.
+	 */
+	if (discard_all)
+		bulkhead_discard_session_permits();
 }
 
 /* From _PG_init */

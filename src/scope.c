@@ -143,6 +143,22 @@ bulkhead_release_session_permits(void)
 	return released;
 }
 
+/*
+ * DISCARD ALL: end the session permits, as DISCARD ALL ends the session's
+ * advisory locks.  Connection poolers run it when a client leaves
+ * (PgBouncer's server_reset_query), so a permit the client did not release
+ * is not handed on with the connection.  DISCARD ALL has already reset the
+ * guards' settings, which bulkhead_restore_session_guards leaves alone.
+ */
+void
+bulkhead_discard_session_permits(void)
+{
+	if (bulkhead_shared == NULL || bulkhead_local == NULL)
+		return;
+	if (bulkhead_release_session_permits() > 0)
+		bulkhead_restore_session_guards();
+}
+
 void
 bulkhead_request_reload_at_commit(void)
 {
