@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # scripts/test.sh: the one test command for bulkhead.
 #
-#   bash scripts/test.sh [regress|isolation|tap|all]        (as root; default all)
+#   bash scripts/test.sh [regress|isolation|tap|clients|all]   (as root; default all)
 #
 # On a Debian 12 machine it installs what is missing (apt-get), copies the
 # source tree to a throwaway directory, builds it there with warnings as errors,
 # installs the extension into PostgreSQL 15 (the test servers load
 # $libdir/bulkhead.so), and runs `make installcheck` as the postgres user
 # (initdb refuses root). Each suite starts and stops its own temporary,
-# preloaded server: pg_regress, pg_isolation_regress, then the TAP tests.
+# preloaded server: pg_regress, pg_isolation_regress, the TAP tests; then the
+# suites with runner scripts of their own (test/clients/run.sh: JDBC,
+# psycopg and PgBouncer).
 #
 # It prints the diffs and server logs of what failed, the time each phase
 # took, and last a line "N passed, N failed" (pg_regress and isolation tests,
@@ -21,14 +23,15 @@ SRC_DIR=$(dirname -- "$SCRIPT_DIR")
 . "$SCRIPT_DIR/lib.sh"
 
 usage() {
-    echo "usage: bash scripts/test.sh [regress|isolation|tap|all]   (as root; default: all)"
+    echo "usage: bash scripts/test.sh [regress|isolation|tap|clients|all]   (as root; default: all)"
 }
 
 case ${1:-all} in
     regress)   PHASES=(regress) ;;
     isolation) PHASES=(isolation) ;;
     tap)       PHASES=(tap) ;;
-    all)       PHASES=(regress isolation tap) ;;
+    clients)   PHASES=(clients) ;;
+    all)       PHASES=(regress isolation tap clients) ;;
     -h|--help) usage; exit 0 ;;
     *)         usage >&2; exit 2 ;;
 esac
@@ -84,6 +87,31 @@ count_prove() {    # count_prove LOG -> "passed failed"
     files=${files:-0}
     [ "$files" -ge "$bad" ] || files=$bad
     echo "$((files - bad)) $bad"
+}
+
+# A suite with a runner script of its own (test/<name>/run.sh): it installs
+# what it needs, builds, runs its servers and ends with "N passed, N failed".
+run_script_phase() {    # run_script_phase NAME
+    local name=$1 log="$WORK/$1.out" t0 rc p f
+    bh_say "$name: test/$name/run.sh"
+    t0=$(bh_now_us)
+    set +e
+    bash "$BUILD/test/$name/run.sh" 2>&1 | tee "$log"
+    rc=${PIPESTATUS[0]}
+    set -e
+    timed "$name" "$t0"
+    read -r p f < <(sed -n 's/^\([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed$/\1 \2/p' "$log" | tail -n 1)
+    p=${p:-0}
+    f=${f:-0}
+    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+        bh_warn "$name: exit $rc without a failed test: counted as 1 failure"
+        f=1
+    fi
+    PASSED[$name]=$p
+    FAILED[$name]=$f
+    TOTAL_PASSED=$((TOTAL_PASSED + p))
+    TOTAL_FAILED=$((TOTAL_FAILED + f))
+    bh_say "$name: $p passed, $f failed, $(bh_fmt_us "${TIMING_US[-1]}")"
 }
 
 run_phase() {    # run_phase NAME: one suite, via make installcheck as postgres
@@ -222,7 +250,10 @@ chown -R postgres:postgres "$BUILD"
 # 3. the suites, each against its own temporary server; a failing suite does
 # not stop the next one
 for phase in "${PHASES[@]}"; do
-    run_phase "$phase"
+    case $phase in
+        regress|isolation|tap) run_phase "$phase" ;;
+        *) run_script_phase "$phase" ;;
+    esac
 done
 
 [ "$TOTAL_FAILED" -eq 0 ] || show_failure_details

@@ -1,0 +1,263 @@
+# shellcheck shell=bash
+# test/clients/pgbouncer/pgbouncer.sh: PgBouncer in front of the test
+# cluster.  Sourced by test/clients/run.sh, which provides check/pass/fail,
+# run_child, WORK, PSQL_DIRECT and the bench_* cluster (BENCH_PORT).
+#
+# PgBouncer (Debian's) listens on a free loopback port, pool_mode =
+# transaction, with three entries for the same server database:
+#   postgres      pool_size 6, transaction pooling  (the pgbench run)
+#   single        pool_size 1, transaction pooling  (every client gets the
+#                 same server connection: the session-permit demonstration)
+#   sessionpool   pool_size 1, session pooling      (DISCARD ALL, informational)
+
+PGB_DIR=
+PGB_PORT=
+PGB_PID=
+SAMPLER_PID=
+PGB_HERE=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
+
+pgb_start() {
+    PGB_DIR=$WORK/pgbouncer
+    mkdir -p "$PGB_DIR"
+    PGB_PORT=64320
+    while [ -n "$(ss -Hltn "sport = :$PGB_PORT" 2>/dev/null)" ]; do
+        PGB_PORT=$((PGB_PORT + 1))
+    done
+    local server="host=127.0.0.1 port=$BENCH_PORT dbname=postgres"
+    cat >"$PGB_DIR/pgbouncer.ini" <<EOF
+[databases]
+postgres = $server pool_size=6
+single = $server pool_size=1
+sessionpool = $server pool_size=1 pool_mode=session
+
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $PGB_PORT
+unix_socket_dir = $PGB_DIR
+auth_type = trust
+auth_file = $PGB_DIR/userlist.txt
+admin_users = postgres
+pool_mode = transaction
+default_pool_size = 6
+min_pool_size = 0
+reserve_pool_size = 0
+max_client_conn = 200
+server_reset_query = DISCARD ALL
+ignore_startup_parameters = extra_float_digits
+logfile = $PGB_DIR/pgbouncer.log
+EOF
+    printf '"%s" ""\n' postgres bh_gated >"$PGB_DIR/userlist.txt"
+    chown -R postgres:postgres "$PGB_DIR"
+    # in the foreground of its own process (setpriv execs it, so the pid is
+    # PgBouncer's own), as postgres: PgBouncer refuses to run as root
+    setpriv --reuid=postgres --regid=postgres --init-groups \
+        /usr/sbin/pgbouncer "$PGB_DIR/pgbouncer.ini" >>"$PGB_DIR/stdout.log" 2>&1 &
+    PGB_PID=$!
+    for _ in $(seq 100); do
+        pgb_psql postgres -c "SELECT 1" >/dev/null 2>&1 && return 0
+        kill -0 "$PGB_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    cat "$PGB_DIR/pgbouncer.log" "$PGB_DIR/stdout.log" 2>/dev/null | tail -n 20
+    return 1
+}
+
+pgb_stop() {
+    if [ -n "$SAMPLER_PID" ]; then
+        kill "$SAMPLER_PID" 2>/dev/null
+        wait "$SAMPLER_PID" 2>/dev/null
+        SAMPLER_PID=
+    fi
+    if [ -n "$PGB_PID" ]; then
+        kill -TERM "$PGB_PID" 2>/dev/null    # immediate shutdown
+        for _ in $(seq 50); do
+            kill -0 "$PGB_PID" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -KILL "$PGB_PID" 2>/dev/null
+        wait "$PGB_PID" 2>/dev/null
+        PGB_PID=
+    fi
+}
+
+# pgb_psql DB ARGS...: psql through PgBouncer
+pgb_psql() {
+    local db=$1
+    shift
+    "$BH_BINDIR/psql" -X -q -At -h 127.0.0.1 -p "$PGB_PORT" -U postgres -d "$db" "$@"
+}
+
+# the server's view, straight to the server
+direct() { "${PSQL_DIRECT[@]}" -At "$@"; }
+
+pgb_define() {    # pgb_define NAME B Q QUEUE_TIMEOUT STATEMENT_TIMEOUT|NULL
+    direct -c "INSERT INTO bulkhead_workload (name, max_running, max_queued, queue_timeout,
+                   statement_timeout) VALUES ('$1', $2, $3, '$4', $5)" >/dev/null || return 1
+    for _ in $(seq 200); do
+        [ "$(direct -c "SELECT count(*) FROM bulkhead_stats WHERE workload = '$1'")" = 1 ] && break
+        sleep 0.05
+    done
+    direct -c "SELECT bulkhead_stats_reset('$1')" >/dev/null
+}
+
+stat_of() { direct -c "SELECT $2 FROM bulkhead_stats WHERE workload = '$1'"; }
+
+# 1. 30 pgbench clients through a pool of 6 server connections for 10 s, each
+# transaction taking a transaction permit of a workload with B=2, Q=100.
+pgb_test_pgbench() {
+    local w=pgb_xact out=$WORK/pgbench.out stopfile=$WORK/sampler.stop rc
+    pgb_define "$w" 2 100 30s NULL || { fail "pgbouncer: define workload $w"; return; }
+    rm -f "$stopfile"
+    /usr/bin/python3 "$PGB_HERE/sample.py" \
+        "host=127.0.0.1 port=$BENCH_PORT dbname=postgres user=postgres" "$w" "$stopfile" \
+        >"$WORK/sampler.out" 2>&1 &
+    SAMPLER_PID=$!
+    sleep 0.3
+    echo "    pgbench -c 30 -j 2 -T 10 through PgBouncer (transaction pooling, pool_size 6)"
+    run_child timeout -k 10 60 "$BH_BINDIR/pgbench" -n -h 127.0.0.1 -p "$PGB_PORT" -U postgres \
+        -c 30 -j 2 -T 10 -f "$PGB_HERE/xact_permit.sql" postgres >"$out" 2>&1
+    rc=$?
+    touch "$stopfile"
+    wait "$SAMPLER_PID"
+    SAMPLER_PID=
+    sed 's/^/    | /' "$out" | grep -E 'processed|failed|latency average|tps|abort|error|ERROR' || true
+    echo "    | sampler: $(cat "$WORK/sampler.out")"
+
+    local processed failed samples running activity queued backends peak peakq acquired
+    processed=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$out")
+    failed=$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$out")
+    read -r samples running queued activity backends < <(
+        sed -n 's/^samples=\([0-9]*\) running=\([0-9]*\) activity=\([0-9]*\) queued=\([0-9]*\) backends=\([0-9]*\)$/\1 \2 \4 \3 \5/p' \
+            "$WORK/sampler.out")
+    peak=$(stat_of "$w" peak_running)
+    peakq=$(stat_of "$w" peak_queued)
+    acquired=$(stat_of "$w" acquired)
+    echo "    | bulkhead_stats: peak_running=$peak peak_queued=$peakq acquired=$acquired"
+
+    check "pgbouncer: pgbench exits 0 and processed transactions ($processed)" \
+        test "$rc" -eq 0 -a "${processed:-0}" -gt 100
+    check "pgbouncer: no transaction failed (failed=${failed:-?})" test "${failed:-x}" = 0
+    check "pgbouncer: sampled running never above 2 (max $running, activity $activity, $samples samples)" \
+        test "${samples:-0}" -ge 100 -a "${running:-9}" -le 2 -a "${activity:-9}" -le 2
+    check "pgbouncer: peak_running = 2 (exact; limit reached, never passed)" test "$peak" = 2
+    check "pgbouncer: at most 6 server connections, at most 4 queued (max $backends, $queued)" \
+        test "${backends:-9}" -le 6 -a "${queued:-9}" -le 4
+    check "pgbouncer: every processed transaction took one permit ($acquired = $processed)" \
+        test "$acquired" = "${processed:-x}"
+    check "pgbouncer: running = 0 and queued = 0 at the end" \
+        test "$(stat_of "$w" running)/$(stat_of "$w" queued)" = 0/0
+}
+
+# 2. A session permit under transaction pooling stays with the server
+# connection: the next client to get that connection inherits the permit,
+# and its guard.  (Entry "single": one server connection for everyone.)
+pgb_test_session_permit() {
+    local w=pgb_sess pid_a pid_b out
+    pgb_define "$w" 1 0 0 "'1s'" || { fail "pgbouncer: define workload $w"; return; }
+
+    # client A: takes a session permit, then disconnects without releasing
+    pid_a=$(pgb_psql single -c "SELECT bulkhead_acquire('$w')" -c "SELECT pg_backend_pid()")
+    pid_a=$(echo "$pid_a" | tail -n 1)
+    check "session permit: still held after client A disconnected (pid $pid_a)" \
+        test "$(direct -c "SELECT pid || ' ' || scope FROM bulkhead_activity WHERE workload = '$w'")" = "$pid_a session"
+    check "session permit: the workload is full for everyone else" \
+        test "$(direct -c "SELECT bulkhead_try_acquire_xact('$w')")" = f
+
+    # client B: never asked for a permit, but gets A's server connection
+    pid_b=$(pgb_psql single -c "SELECT pg_backend_pid()")
+    check "session permit: client B is on the same server connection" test "$pid_b" = "$pid_a"
+    check "session permit: A's guard (statement_timeout 1s) applies to B" \
+        test "$(pgb_psql single -c "SHOW statement_timeout")" = 1s
+    out=$(pgb_psql single -c "SELECT pg_sleep(1.5)" 2>&1)
+    check "session permit: B's 1.5 s statement is cancelled by A's guard" \
+        grep -q "canceling statement due to statement timeout" <<<"$out"
+    out=$(pgb_psql single -c "SELECT bulkhead_acquire('$w', '0')" 2>&1)
+    check "session permit: B's own acquire fails with 'already held by this session'" \
+        grep -q "already held by this session" <<<"$out"
+    pgb_psql single -c "SELECT bulkhead_release('$w')" >/dev/null 2>&1
+    check "session permit: B could release A's permit; running = 0, guard gone" \
+        test "$(stat_of "$w" running)/$(pgb_psql single -c "SHOW statement_timeout")" = 0/0
+
+    # the same through the same connection with transaction scope: nothing stays
+    pgb_psql single -c "BEGIN" -c "SELECT bulkhead_acquire_xact('$w')" \
+        -c "SELECT count(*) FROM pg_sleep(0.01)" -c "COMMIT" >/dev/null
+    check "transaction permit: returned at COMMIT; the next client sees no permit, no guard" \
+        test "$(stat_of "$w" running)/$(pgb_psql single -c "SHOW statement_timeout")/$(stat_of "$w" acquired)" = 0/0/2
+    out=$(pgb_psql single -c "BEGIN" -c "SELECT bulkhead_acquire_xact('$w')" \
+        -c "SELECT pg_sleep(1.5)" -c "COMMIT" 2>&1)
+    check "transaction permit: its guard fires inside the transaction (57014), permit returned" \
+        test "$(grep -c 'statement timeout' <<<"$out")/$(stat_of "$w" running)" = 1/0
+
+    # session pooling: when a client leaves, PgBouncer runs DISCARD ALL on its
+    # server connection before handing it on.  DISCARD ALL releases session
+    # advisory locks; whether it releases session permits is reported here,
+    # not counted (see the report: a proposed change).
+    pgb_psql sessionpool -c "SELECT bulkhead_acquire('$w')" >/dev/null
+    sleep 0.2
+    local left
+    left=$(stat_of "$w" running)
+    if [ "$left" = 0 ]; then
+        echo "    info: session pooling: DISCARD ALL released the session permit of a client that left"
+    else
+        echo "    info: session pooling: the session permit of a client that left is still held after" \
+             "PgBouncer's DISCARD ALL (held $left; DISCARD ALL does not release session permits)"
+        pgb_psql sessionpool -c "SELECT bulkhead_release_all()" >/dev/null
+    fi
+    check "session permit: running = 0 at the end" test "$(stat_of "$w" running)" = 0
+}
+
+# 3. Transparent admission through PgBouncer: a role with bulkhead.workload
+# set (ALTER ROLE) gets a permit per transaction ('auto' scope) with no SQL
+# change; its plain pgbench script runs through transaction pooling.
+pgb_test_transparent() {
+    local w=pgb_auto out=$WORK/pgbench_auto.out stopfile=$WORK/sampler_auto.stop rc
+    pgb_define "$w" 2 100 30s NULL || { fail "transparent: define workload $w"; return; }
+    direct -c "SET client_min_messages = warning" -c "DROP ROLE IF EXISTS bh_gated" -c "CREATE ROLE bh_gated LOGIN" \
+        -c "ALTER ROLE bh_gated SET bulkhead.workload = '$w'" >/dev/null
+    rm -f "$stopfile"
+    /usr/bin/python3 "$PGB_HERE/sample.py" \
+        "host=127.0.0.1 port=$BENCH_PORT dbname=postgres user=postgres" "$w" "$stopfile" \
+        >"$WORK/sampler_auto.out" 2>&1 &
+    SAMPLER_PID=$!
+    sleep 0.3
+    echo "    pgbench -c 20 -T 3 as a role with bulkhead.workload set, through PgBouncer"
+    run_child timeout -k 10 60 "$BH_BINDIR/pgbench" -n -h 127.0.0.1 -p "$PGB_PORT" -U bh_gated \
+        -c 20 -j 2 -T 3 -f "$PGB_HERE/auto_gated.sql" postgres >"$out" 2>&1
+    rc=$?
+    touch "$stopfile"
+    wait "$SAMPLER_PID"
+    SAMPLER_PID=
+    sed 's/^/    | /' "$out" | grep -E 'processed|failed|abort|error|ERROR' || true
+    echo "    | sampler: $(cat "$WORK/sampler_auto.out")"
+    local processed failed samples running activity
+    processed=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$out")
+    failed=$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$out")
+    read -r samples running activity < <(
+        sed -n 's/^samples=\([0-9]*\) running=\([0-9]*\) activity=\([0-9]*\) .*/\1 \2 \3/p' \
+            "$WORK/sampler_auto.out")
+    check "transparent: pgbench as the gated role exits 0, no failed transaction ($processed, failed=$failed)" \
+        test "$rc" -eq 0 -a "${processed:-0}" -gt 100 -a "${failed:-x}" = 0
+    check "transparent: sampled running never above 2 (max $running, activity $activity, $samples samples)" \
+        test "${samples:-0}" -ge 50 -a "${running:-9}" -le 2 -a "${activity:-9}" -le 2
+    check "transparent: peak_running = 2, one 'auto' permit per transaction ($(stat_of "$w" acquired) = $processed)" \
+        test "$(stat_of "$w" peak_running)/$(stat_of "$w" acquired)" = "2/${processed:-x}"
+    check "transparent: running = 0 at the end" test "$(stat_of "$w" running)" = 0
+}
+
+pgbouncer_tests() {
+    if [ -z "$PGB_PID" ]; then
+        fail "pgbouncer: not running"
+        return
+    fi
+    pgb_test_pgbench
+    pgb_test_session_permit
+    pgb_test_transparent
+    pgb_stop
+    local left
+    for _ in $(seq 50); do    # the server connections end as PgBouncer goes
+        left=$(direct -c "SELECT coalesce(sum(running + queued), 0) FROM bulkhead_stats")
+        [ "$left" = 0 ] && break
+        sleep 0.1
+    done
+    check "pgbouncer: stopped, no permit left on the server" test "$left" = 0
+}
