@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# test/stress/run.sh: the stress test of bulkhead on a throwaway cluster.
+#
+#   bash test/stress/run.sh [CLIENTS [SECONDS]]     (as root; default 48 60)
+#
+# Installs what is missing (apt-get), builds and installs the extension from
+# a copy of this tree, builds test/stress/bulkhead_stress, starts a
+# throwaway preloaded cluster (max_connections = CLIENTS + 20) as the
+# postgres user, defines three workloads, and runs the tool: CLIENTS clients
+# for SECONDS seconds with random acquires, waits, work, commits, rollbacks,
+# savepoint rollbacks, cancels, terminations and limit changes, while a
+# monitor checks the invariants.  It prints the tool's summary, fails if the
+# server log shows a crash, and ends with the line "N passed, N failed".
+# Exit status 0 only if no invariant was violated.
+#
+# Longer runs: bash test/stress/run.sh 128 600
+# Extra options for the tool (seed, rates; see bulkhead_stress -h):
+#   STRESS_OPTS="-s 42 -C 5" bash test/stress/run.sh
+set -euo pipefail
+
+STRESS_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
+SRC_DIR=$(cd -- "$STRESS_DIR/../.." && pwd -P)
+# shellcheck source=scripts/lib.sh
+. "$SRC_DIR/scripts/lib.sh"
+# shellcheck source=test/bench/cluster.sh
+. "$SRC_DIR/test/bench/cluster.sh"
+
+CLIENTS=${1:-48}
+SECONDS_=${2:-60}
+case $CLIENTS$SECONDS_ in *[!0-9]*|'') bh_die "usage: bash test/stress/run.sh [CLIENTS [SECONDS]]" ;; esac
+if [ "$CLIENTS" -lt 1 ] || [ "$SECONDS_" -lt 1 ]; then
+    bh_die "CLIENTS and SECONDS must be at least 1"
+fi
+
+bh_require_root
+
+# libpq settings of the caller must not steer the tool away from the cluster
+while IFS= read -r var; do
+    unset "$var"
+done < <(compgen -e | grep -E '^PG[A-Z]+$' || true)
+
+# what this test needs: the server, its headers, and libpq's for the tool
+BH_PACKAGES=(postgresql-15 postgresql-server-dev-15 libpq-dev make gcc)
+bh_install_prereqs
+bh_fix_tmpdir
+
+WORK=
+# shellcheck disable=SC2317  # called by the EXIT trap
+cleanup() {
+    bench_cluster_stop
+    [ -n "$WORK" ] && rm -rf -- "$WORK"
+    WORK=
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+WORK=$(bh_mktemp_dir bulkhead-stress)
+bh_say "building and installing the extension"
+bh_copy_tree "$SRC_DIR" "$WORK/src"
+rm -f "$WORK/src/test/stress/bulkhead_stress"
+bh_build_install "$WORK/src" >"$WORK/build.log" 2>&1 ||
+    { tail -n 40 "$WORK/build.log"; bh_die "the extension did not build"; }
+bh_say "building the stress tool"
+make -C "$WORK/src/test/stress" PG_CONFIG="$BH_PG_CONFIG" >"$WORK/tool.log" 2>&1 ||
+    { cat "$WORK/tool.log"; bh_die "the stress tool did not build"; }
+
+bh_say "starting a throwaway cluster (max_connections = $((CLIENTS + 20)))"
+bench_cluster_start "max_connections = $((CLIENTS + 20))"
+trap cleanup EXIT    # bench_cluster_start set its own; ours stops it too
+
+# B=2/Q=4, B=4/Q=8 with a statement_timeout guard, B=1/Q=0; short queue
+# timeouts (the tool also passes its own timeouts)
+bench_psql -c "INSERT INTO bulkhead_workload
+    (name, max_running, max_queued, queue_timeout, statement_timeout) VALUES
+    ('stress_a', 2, 4, '20ms', NULL),
+    ('stress_b', 4, 8, '30ms', '15ms'),
+    ('stress_c', 1, 0, '10ms', NULL)" >/dev/null
+for w in stress_a stress_b stress_c; do bench_wait_loaded "$w"; done
+
+bh_say "running bulkhead_stress: $CLIENTS clients, $SECONDS_ s"
+status=0
+# shellcheck disable=SC2086  # STRESS_OPTS holds options
+timeout --signal=INT --kill-after=30 $((SECONDS_ + 120)) \
+    "$WORK/src/test/stress/bulkhead_stress" -c "$CLIENTS" -t "$SECONDS_" \
+    -d "host=$BENCH_DIR port=$BENCH_PORT dbname=postgres user=postgres" \
+    -w stress_a,stress_b,stress_c ${STRESS_OPTS:-} || status=$?
+
+# the server must not have crashed or restarted meanwhile
+log="$BENCH_DIR/server.log"
+if grep -Eq 'was terminated by signal|PANIC|TRAP:|exited with exit code [2-9]|terminating any other active server processes|database system was interrupted' "$log"; then
+    echo "the server log shows a crash:"
+    grep -E 'was terminated by signal|PANIC|TRAP:|exited with exit code [2-9]|terminating any other active server processes|database system was interrupted' "$log" | head -n 20
+    [ "$status" -ne 0 ] || status=1
+fi
+reaped=$(grep -c 'left by ended processes' "$log" || true)
+[ "$reaped" -eq 0 ] ||
+    echo "note: the worker freed permit entries of ended backends $reaped times (safety net; see the server log)"
+
+bench_cluster_stop
+if [ "$status" -eq 0 ]; then
+    echo "1 passed, 0 failed"
+else
+    echo "0 passed, 1 failed"
+fi
+exit "$status"
