@@ -30,9 +30,10 @@ CREATE TABLE @extschema@.bulkhead_workload (
     roles             text[]
                       CONSTRAINT bulkhead_workload_roles_valid
                       CHECK (roles IS NULL OR
-                             (cardinality(roles) BETWEEN 1 AND 16 AND
-                              array_position(roles, NULL) IS NULL AND
-                              array_ndims(roles) = 1)),
+                             CASE WHEN array_ndims(roles) = 1
+                                  THEN cardinality(roles) BETWEEN 1 AND 16 AND
+                                       array_position(roles, NULL) IS NULL
+                                  ELSE false END),
     mode              text     NOT NULL DEFAULT 'enforce'
                       CONSTRAINT bulkhead_workload_mode_valid
                       CHECK (mode IN ('enforce', 'shadow'))

@@ -33,6 +33,7 @@
 #include "postgres.h"
 
 #include "datatype/timestamp.h"
+#include "fmgr.h"
 #include "lib/ilist.h"
 #include "port/atomics.h"
 #include "storage/lwlock.h"
@@ -152,6 +153,8 @@ typedef struct BulkheadShared
 	int			permits_per_backend;	/* bulkhead.max_permits_per_backend */
 	int			nbackends;		/* PGPROCs covered by entries */
 	bool		config_loaded;	/* dir_lock: worker loaded the table once */
+	bool		rows_pending;	/* dir_lock (read without it): the last load
+								 * found no free slot for some rows */
 	pg_atomic_uint64 config_requested;	/* bumped at commit of a change */
 	int			worker_procno;	/* -1 when no worker runs */
 	BulkheadSlot *slots;		/* nslots */
@@ -165,6 +168,9 @@ extern void bulkhead_shmem_startup(void);
 extern void bulkhead_check_loaded(void);
 extern BulkheadEntry *bulkhead_backend_entries(int procno);
 extern int	bulkhead_find_slot(const char *name);
+
+/* functions.c */
+extern void bulkhead_workload_name_arg(FunctionCallInfo fcinfo, int argno, char *name);
 
 /* permit.c */
 extern bool bulkhead_acquire_permit(const char *name, int64 timeout_us,

@@ -9,14 +9,18 @@
  */
 #include "bulkhead.h"
 
+#include "access/tableam.h"
+#include "access/xact.h"
 #include "commands/dbcommands.h"
 #include "commands/trigger.h"
-#include "executor/spi.h"
+#include "executor/tuptable.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "storage/lmgr.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 PG_FUNCTION_INFO_V1(bulkhead_workload_changed);
 
@@ -36,22 +40,33 @@ check_database(void)
 						 bulkhead_database)));
 }
 
+/*
+ * After an INSERT or UPDATE: refuse more rows than shared memory has slots
+ * for.  Writers are serialised (ShareUpdateExclusiveLock conflicts with
+ * itself, not with the writers' RowExclusiveLock, and is held to commit),
+ * and the rows are counted with the latest snapshot, so that two concurrent
+ * inserts cannot both see room for one more, whatever the isolation level.
+ * The count is a plain scan: it runs no SQL, so neither the caller's
+ * search_path nor its privileges come into play.
+ */
 static void
 check_row_count(Relation rel)
 {
-	char	   *query;
-	int64		rows;
-	bool		isnull;
+	Snapshot	snapshot;
+	TableScanDesc scan;
+	TupleTableSlot *tuple;
+	int64		rows = 0;
 
-	query = psprintf("SELECT count(*) FROM %s",
-					 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
-												RelationGetRelationName(rel)));
-	SPI_connect();
-	if (SPI_execute(query, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "could not count the rows of bulkhead_workload");
-	rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-									   SPI_tuptable->tupdesc, 1, &isnull));
-	SPI_finish();
+	LockRelationOid(RelationGetRelid(rel), ShareUpdateExclusiveLock);
+	CommandCounterIncrement();	/* this statement's own rows count too */
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	scan = table_beginscan(rel, snapshot, 0, NULL);
+	tuple = table_slot_create(rel, NULL);
+	while (table_scan_getnextslot(scan, ForwardScanDirection, tuple))
+		rows++;
+	ExecDropSingleTupleTableSlot(tuple);
+	table_endscan(scan);
+	UnregisterSnapshot(snapshot);
 
 	if (rows > bulkhead_max_workloads)
 		ereport(ERROR,

@@ -21,18 +21,18 @@ PG_FUNCTION_INFO_V1(bulkhead_try_acquire_xact);
 PG_FUNCTION_INFO_V1(bulkhead_release);
 PG_FUNCTION_INFO_V1(bulkhead_release_all);
 
-/* The workload name argument, checked; name has NAMEDATALEN bytes */
-static void
-workload_arg(FunctionCallInfo fcinfo, char *name)
+/* Workload name argument argno, checked, into name (NAMEDATALEN bytes) */
+void
+bulkhead_workload_name_arg(FunctionCallInfo fcinfo, int argno, char *name)
 {
 	text	   *t;
 	int			len;
 
-	if (PG_ARGISNULL(0))
+	if (PG_ARGISNULL(argno))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("workload name must not be null")));
-	t = PG_GETARG_TEXT_PP(0);
+	t = PG_GETARG_TEXT_PP(argno);
 	len = VARSIZE_ANY_EXHDR(t);
 	if (len == 0)
 		ereport(ERROR,
@@ -85,7 +85,7 @@ acquire_common(FunctionCallInfo fcinfo, BulkheadScope scope, bool try_only)
 	int64		timeout_us;
 
 	bulkhead_check_loaded();
-	workload_arg(fcinfo, name);
+	bulkhead_workload_name_arg(fcinfo, 0, name);
 	timeout_us = timeout_arg(fcinfo, &use_default);
 	if (scope == BULKHEAD_SCOPE_SESSION && !bulkhead_allow_session_permits)
 		ereport(ERROR,
@@ -129,7 +129,7 @@ bulkhead_release(PG_FUNCTION_ARGS)
 	int			li;
 
 	bulkhead_check_loaded();
-	workload_arg(fcinfo, name);
+	bulkhead_workload_name_arg(fcinfo, 0, name);
 	li = bulkhead_local_index_by_name(name);
 	if (li < 0)
 		ereport(ERROR,

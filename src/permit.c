@@ -207,6 +207,18 @@ bulkhead_unlink_entry(BulkheadSlot *slot, BulkheadEntry *entry)
 	entry->pid = 0;
 }
 
+/*
+ * Caller holds slot->lock.  Did the last permit of a deleted workload just
+ * go, while the worker has rows waiting for a free slot?  Then the worker is
+ * told to load them now rather than at its next poll.
+ */
+static bool
+slot_drained(BulkheadSlot *slot)
+{
+	return !slot->defined && slot->running == 0 && slot->queued == 0 &&
+		bulkhead_shared->rows_pending;
+}
+
 /* Caller holds slot->lock: entry starts holding or waiting */
 static void
 link_entry(BulkheadSlot *slot, int slotno, BulkheadEntry *entry,
@@ -375,13 +387,14 @@ retry:
 	else if (config.shadow)
 	{
 		/* grant at once, but count what enforce mode would have done */
-		if (slot->running >= config.max_running + config.max_queued)
+		if (slot->running >= (int64) config.max_running + config.max_queued)
 			slot->stats.shadow_rejected++;
 		else if (slot->running >= config.max_running)
 			slot->stats.shadow_queued++;
 		outcome = GRANTED;
 	}
-	else if (slot->running + slot->queued >= config.max_running + config.max_queued)
+	else if ((int64) slot->running + slot->queued >=
+			 (int64) config.max_running + config.max_queued)
 	{
 		slot->stats.rejected_full++;
 		outcome = FULL;
@@ -494,6 +507,7 @@ bulkhead_release_entry(int li)
 	BulkheadEntry *entry = my_entry(li);
 	BulkheadSlot *slot;
 	TimestampTz now = bulkhead_stats_clock();
+	bool		drained;
 
 	Assert(permit->held);
 	slot = &bulkhead_shared->slots[permit->workload];
@@ -504,7 +518,10 @@ bulkhead_release_entry(int li)
 	bulkhead_stats_add_hold(&slot->stats, now > entry->since ? now - entry->since : 0);
 	bulkhead_unlink_entry(slot, entry);
 	bulkhead_grant_waiters(slot);
+	drained = slot_drained(slot);
 	LWLockRelease(slot->lock);
+	if (drained)
+		bulkhead_signal_worker();
 
 	permit->held = false;
 }
@@ -519,6 +536,7 @@ bulkhead_wait_cleanup(void)
 {
 	BulkheadEntry *entry;
 	BulkheadSlot *slot;
+	bool		drained;
 
 	if (my_wait_index < 0)
 		return;
@@ -529,7 +547,10 @@ bulkhead_wait_cleanup(void)
 	slot->stats.cancelled++;
 	bulkhead_unlink_entry(slot, entry);
 	bulkhead_grant_waiters(slot);
+	drained = slot_drained(slot);
 	LWLockRelease(slot->lock);
 
 	my_wait_index = -1;
+	if (drained)
+		bulkhead_signal_worker();
 }

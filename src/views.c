@@ -259,15 +259,11 @@ bulkhead_stats_reset_all(PG_FUNCTION_ARGS)
 Datum
 bulkhead_stats_reset(PG_FUNCTION_ARGS)
 {
-	char	   *name;
+	char		name[NAMEDATALEN];
 	int			i;
 
 	bulkhead_check_loaded();
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("workload name must not be null")));
-	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	bulkhead_workload_name_arg(fcinfo, 0, name);
 	for (i = 0; i < bulkhead_shared->nslots; i++)
 		if (reset_slot(&bulkhead_shared->slots[i], name))
 			PG_RETURN_VOID();

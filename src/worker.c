@@ -77,10 +77,31 @@ bulkhead_signal_worker(void)
 		SetLatch(&GetPGProcByNumber(procno)->procLatch);
 }
 
+static void apply_rows(WorkloadRow *rows, int nrows, bool loaded);
+
+/* The worker reached its database: the definitions it loads are current */
+static bool worker_connected = false;
+
 static void
 worker_exit(int code, Datum arg)
 {
 	bulkhead_shared->worker_procno = -1;
+}
+
+/*
+ * The worker could not connect to bulkhead.database (it does not exist, or
+ * was dropped): the definitions in shared memory have no table behind them
+ * any more, so none is kept.  Permits held and callers queued drain as after
+ * a DELETE.  The next start that connects loads the table again.
+ */
+static void
+worker_unload_unless_connected(int code, Datum arg)
+{
+	if (worker_connected)
+		return;
+	LWLockAcquire(bulkhead_shared->dir_lock, LW_EXCLUSIVE);
+	apply_rows(NULL, 0, false);
+	LWLockRelease(bulkhead_shared->dir_lock);
 }
 
 /* Milliseconds guard column: NULL -> no guard */
@@ -220,23 +241,50 @@ free_slot(void)
 }
 
 /*
- * Make shared memory match the rows: update the workloads that exist, add
- * new ones, and mark the others undefined (they admit no one new; a slot is
- * freed once its last permit and waiter are gone).
+ * Make shared memory match the rows: update the workloads that exist, mark
+ * the others undefined (they admit no one new; a slot is freed once its last
+ * permit and waiter are gone), then add the new ones, so that a slot freed
+ * by this load can take a new name at once.  Caller holds dir_lock
+ * exclusively; loaded says whether the rows are the table's contents (false:
+ * the table could not be read, nothing is defined).
  */
 static void
-apply_rows(WorkloadRow *rows, int nrows)
+apply_rows(WorkloadRow *rows, int nrows, bool loaded)
 {
 	BulkheadShared *shared = bulkhead_shared;
+	int		   *slot_of_row = palloc(sizeof(int) * Max(nrows, 1));
 	bool	   *seen = palloc0(sizeof(bool) * shared->nslots);
 	int			skipped = 0;
 	int			r;
 	int			i;
 
-	LWLockAcquire(shared->dir_lock, LW_EXCLUSIVE);
 	for (r = 0; r < nrows; r++)
 	{
-		int			s = slot_of(rows[r].name);
+		slot_of_row[r] = slot_of(rows[r].name);
+		if (slot_of_row[r] >= 0)
+			seen[slot_of_row[r]] = true;
+	}
+
+	for (i = 0; i < shared->nslots; i++)
+	{
+		BulkheadSlot *slot = &shared->slots[i];
+
+		if (!slot->in_use || seen[i])
+			continue;
+		LWLockAcquire(slot->lock, LW_EXCLUSIVE);
+		slot->defined = false;
+		slot->restored = false;
+		if (slot->running == 0 && slot->queued == 0)
+		{
+			slot->in_use = false;
+			slot->name[0] = '\0';
+		}
+		LWLockRelease(slot->lock);
+	}
+
+	for (r = 0; r < nrows; r++)
+	{
+		int			s = slot_of_row[r];
 		BulkheadSlot *slot;
 
 		if (s < 0 && (s = free_slot()) < 0)
@@ -245,7 +293,6 @@ apply_rows(WorkloadRow *rows, int nrows)
 			continue;
 		}
 		slot = &shared->slots[s];
-		seen[s] = true;
 		LWLockAcquire(slot->lock, LW_EXCLUSIVE);
 		if (!slot->in_use)
 		{
@@ -266,31 +313,16 @@ apply_rows(WorkloadRow *rows, int nrows)
 		bulkhead_grant_waiters(slot);
 		LWLockRelease(slot->lock);
 	}
-
-	for (i = 0; i < shared->nslots; i++)
-	{
-		BulkheadSlot *slot = &shared->slots[i];
-
-		if (!slot->in_use || seen[i])
-			continue;
-		LWLockAcquire(slot->lock, LW_EXCLUSIVE);
-		slot->defined = false;
-		slot->restored = false;
-		if (slot->running == 0 && slot->queued == 0)
-		{
-			slot->in_use = false;
-			slot->name[0] = '\0';
-		}
-		LWLockRelease(slot->lock);
-	}
-	shared->config_loaded = true;
-	LWLockRelease(shared->dir_lock);
+	shared->config_loaded = loaded;
+	shared->rows_pending = skipped > 0;
 
 	if (skipped > 0)
 		ereport(WARNING,
 				(errmsg("bulkhead: %d workloads were not loaded: all %d workload slots are in use",
 						skipped, shared->nslots),
+				 errdetail("Slots of deleted workloads are freed when their last permit is released."),
 				 errhint("Raise \"bulkhead.max_workloads\" and restart the server.")));
+	pfree(slot_of_row);
 	pfree(seen);
 }
 
@@ -304,7 +336,9 @@ load_config(void)
 	StartTransactionCommand();
 	pgstat_report_activity(STATE_RUNNING, "loading bulkhead workloads");
 	nrows = read_table(&rows);
-	apply_rows(rows, nrows);
+	LWLockAcquire(bulkhead_shared->dir_lock, LW_EXCLUSIVE);
+	apply_rows(rows, nrows, true);
+	LWLockRelease(bulkhead_shared->dir_lock);
 	CommitTransactionCommand();
 	pgstat_report_activity(STATE_IDLE, NULL);
 }
@@ -365,7 +399,9 @@ bulkhead_worker_main(Datum arg)
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 
+	before_shmem_exit(worker_unload_unless_connected, (Datum) 0);
 	BackgroundWorkerInitializeConnection(bulkhead_database, NULL, 0);
+	worker_connected = true;
 	/* the worker's queries resolve nothing through a user's schema */
 	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
 
