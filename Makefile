@@ -25,7 +25,8 @@ PG_CPPFLAGS = -I$(srcdir)/src
 PG_CFLAGS = -Wall -Werror
 
 # pg_regress: sql/<name>.sql against expected/<name>.out
-REGRESS = setup workload_table permits scopes guards errors stats transparent
+REGRESS = setup workload_table permits scopes guards errors stats transparent \
+	bad_input privileges
 REGRESS_OPTS = --temp-instance=./tmp_check_regress \
 	--temp-config=$(srcdir)/test/regress.conf
 

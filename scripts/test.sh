@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/test.sh: the one test command for bulkhead.
 #
-#   bash scripts/test.sh [regress|isolation|tap|clients|stress|all]   (as root; default all)
+#   bash scripts/test.sh [regress|isolation|tap|clients|stress|valgrind|all]   (as root; default all)
 #
 # On a Debian 12 machine it installs what is missing (apt-get), copies the
 # source tree to a throwaway directory, builds it there with warnings as errors,
@@ -10,7 +10,8 @@
 # (initdb refuses root). Each suite starts and stops its own temporary,
 # preloaded server: pg_regress, pg_isolation_regress, the TAP tests; then the
 # suites with runner scripts of their own (test/clients/run.sh: JDBC,
-# psycopg and PgBouncer; test/stress/run.sh: 48 clients for 60 s).
+# psycopg and PgBouncer; test/stress/run.sh: 48 clients for 60 s;
+# test/valgrind/run.sh: regress and isolation with the servers under valgrind).
 #
 # It prints the diffs and server logs of what failed, the time each phase
 # took, and last a line "N passed, N failed" (pg_regress and isolation tests,
@@ -23,7 +24,7 @@ SRC_DIR=$(dirname -- "$SCRIPT_DIR")
 . "$SCRIPT_DIR/lib.sh"
 
 usage() {
-    echo "usage: bash scripts/test.sh [regress|isolation|tap|clients|stress|all]   (as root; default: all)"
+    echo "usage: bash scripts/test.sh [regress|isolation|tap|clients|stress|valgrind|all]   (as root; default: all)"
 }
 
 case ${1:-all} in
@@ -32,7 +33,8 @@ case ${1:-all} in
     tap)       PHASES=(tap) ;;
     clients)   PHASES=(clients) ;;
     stress)    PHASES=(stress) ;;
-    all)       PHASES=(regress isolation tap clients stress) ;;
+    valgrind)  PHASES=(valgrind) ;;
+    all)       PHASES=(regress isolation tap clients stress valgrind) ;;
     -h|--help) usage; exit 0 ;;
     *)         usage >&2; exit 2 ;;
 esac

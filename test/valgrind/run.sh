@@ -1,0 +1,230 @@
+#!/usr/bin/env bash
+# test/valgrind/run.sh: the pg_regress and isolation suites with every server
+# process under valgrind (memcheck).
+#
+#   bash test/valgrind/run.sh            (as root, like scripts/test.sh)
+#
+# VALGRIND_KEEP_LOGS=DIR keeps the valgrind logs of each suite in DIR/<suite>;
+# VALGRIND_SUITES="regress" runs only that suite; VALGRIND_REGRESS and
+# VALGRIND_ISOLATION replace the Makefile's lists of tests; VALGRIND_EXTRA
+# adds valgrind options (e.g. --gen-suppressions=all).
+#
+# Why valgrind and not -fsanitize=address,undefined: an ASan-built
+# bulkhead.so needs the ASan runtime first in the process, and Debian's
+# postgres is not built with it.  Preloading it (LD_PRELOAD=libasan.so.8)
+# makes postgres (and psql) hang before main() does anything, in glibc's
+# bindtextdomain() lock (a known ASan/glibc interaction with uninstrumented
+# binaries); building PostgreSQL itself with ASan is out of scope.  Valgrind
+# needs no rebuild of anything.  Debian's postgres is not built with
+# USE_VALGRIND, so palloc chunks are not tracked one by one: valgrind still
+# sees uninitialised values, reads outside malloc'd and mapped memory, and
+# crashes, which is what this looks for.
+#
+# How: it copies and builds the tree as scripts/test.sh does (installing the
+# extension), then runs `make installcheck` for the REGRESS and ISOLATION
+# lists of the Makefile with bindir pointing at a directory where "postgres"
+# is a wrapper that execs the real one under valgrind --trace-children=yes
+# (initdb, psql, pg_ctl are links to the real ones).  pg_regress thus builds
+# its temporary instances exactly as usual.  Each server process writes its
+# own valgrind log; afterwards every error report is read: a report with a
+# frame in bulkhead's code (bulkhead.so or the build's src/) is a failure;
+# reports entirely inside PostgreSQL or libc are counted and shown as noise
+# (test/valgrind/bulkhead.supp suppresses the known ones).
+#
+# Last line: "N passed, N failed" where the tests of both suites count one
+# each, plus one check per suite for "no valgrind error in bulkhead code".
+# Exit status 0 only if all passed.
+set -euo pipefail
+
+SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
+SRC_DIR=$(cd -- "$SCRIPT_DIR/../.." && pwd -P)
+# shellcheck source=scripts/lib.sh
+. "$SRC_DIR/scripts/lib.sh"
+
+bh_require_root
+while IFS= read -r var; do
+    unset "$var"
+done < <(compgen -e | grep -E '^PG[A-Z]+$' || true)
+
+WORK=
+cleanup() {
+    if [ -n "$WORK" ] && [ -d "$WORK" ]; then
+        bh_stop_postmasters_under "$WORK"
+        rm -rf -- "$WORK"
+    fi
+    WORK=
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+T0=$(bh_now_us)
+
+# 1. prerequisites: those of the suites, and valgrind
+bh_install_prereqs
+if [ "$(dpkg-query -W -f='${db:Status-Status}' valgrind 2>/dev/null)" != installed ]; then
+    bh_say "installing valgrind"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o Dpkg::Use-Pty=0 valgrind >/dev/null
+fi
+VALGRIND=$(command -v valgrind) || bh_die "valgrind is not installed"
+REAL_BINDIR=$("$BH_PG_CONFIG" --bindir)
+
+# 2. a private copy, built and installed (as scripts/test.sh does)
+bh_fix_tmpdir
+WORK=$(bh_mktemp_dir bulkhead-valgrind)
+BUILD=$WORK/bulkhead
+bh_copy_tree "$SRC_DIR" "$BUILD"
+bh_say "build and install in $BUILD"
+bh_build_install "$BUILD" >"$WORK/build.log" 2>&1 || {
+    tail -n 40 "$WORK/build.log" >&2
+    bh_die "build failed"
+}
+
+# 3. a bindir whose postgres runs under valgrind
+WRAP=$WORK/bin
+VGLOG=$WORK/vglog
+mkdir -p "$WRAP" "$VGLOG"
+for f in "$REAL_BINDIR"/*; do
+    ln -s "$f" "$WRAP/$(basename -- "$f")"
+done
+rm -f "$WRAP/postgres"
+cat >"$WRAP/postgres" <<EOF
+#!/bin/sh
+# postgres under valgrind; one log per process (children are followed)
+exec "$VALGRIND" --quiet --tool=memcheck --trace-children=yes \\
+    --track-origins=yes --num-callers=40 --error-limit=no \\
+    --leak-check=no --fullpath-after= --read-var-info=no ${VALGRIND_EXTRA:-} \\
+    --suppressions="$SCRIPT_DIR/bulkhead.supp" \\
+    --log-file="$VGLOG/%p.log" \\
+    "$REAL_BINDIR/postgres" "\$@"
+EOF
+chmod 755 "$WRAP/postgres"
+chown -R postgres:postgres "$WORK"
+
+# 4. the suites
+declare -A PASSED FAILED
+TOTAL_PASSED=0
+TOTAL_FAILED=0
+
+count_pg_regress() {    # LOG -> "passed failed" (PostgreSQL 15 and 16+ formats)
+    local ok bad
+    ok=$(grep -cE '\.\.\. (ok|failed \(ignored\))( |$)|^ok [0-9]+ ' "$1" || true)
+    bad=$(grep -cE '\.\.\. FAILED( |$)|^not ok [0-9]+ ' "$1" || true)
+    echo "$ok $bad"
+}
+
+# Read the valgrind logs of a suite: print every report that involves
+# bulkhead's code, summarise the others.  Prints "bulkhead_errors other".
+# A report is bulkhead's when, in any of its stacks (where the error
+# happened, where the value or block came from), the first frame that is
+# not libc or valgrind's is in bulkhead (bulkhead.so, or the build's src/
+# with debug info).  A frame of bulkhead deeper down does not count: the
+# ProcessUtility and ExecutorStart hooks sit under most of the server's
+# work.
+scan_logs() {    # scan_logs DIR
+    perl -e '
+        my ($dir, $src) = @ARGV;
+        my ($mine, $other) = (0, 0);
+        my %kinds;
+        # first frame of one stack that belongs to the server or bulkhead
+        sub owner {
+            for my $fr (@_) {
+                return "bulkhead" if $fr =~ m{bulkhead\.so|\Q$src\E/src/};
+                return "postgres" if $fr =~ m{\(in /usr/lib/postgresql/};
+            }
+            return "system";
+        }
+        for my $f (sort glob("$dir/*.log")) {
+            open(my $fh, "<", $f) or next;
+            local $/;
+            my $text = <$fh>;
+            close $fh;
+            # reports are separated by lines holding only "==PID=="
+            for my $block (split /^==\d+==\s*$/m, $text) {
+                my ($head) = $block =~ /^==\d+== (\S.*)$/m;
+                next unless defined $head;
+                # the stacks of the report, in order
+                my (@stacks, $cur);
+                for my $line (split /\n/, $block) {
+                    if ($line =~ /^==\d+==\s+(?:at|by) 0x[0-9A-Fa-f]+: (.*)$/) {
+                        push @stacks, ($cur = []) unless $cur;
+                        push @$cur, $1;
+                    } else {
+                        undef $cur;
+                    }
+                }
+                if (grep { owner(@$_) eq "bulkhead" } @stacks) {
+                    $mine++;
+                    print STDERR "----- $f\n$block\n";
+                } else {
+                    $other++;
+                    $kinds{$head}++;
+                }
+            }
+        }
+        for my $k (sort { $kinds{$b} <=> $kinds{$a} } keys %kinds) {
+            printf STDERR "    (not in bulkhead code) %4d x %s\n", $kinds{$k}, $k;
+        }
+        print "$mine $other\n";
+    ' "$1" "$BUILD"
+}
+
+run_suite() {    # run_suite NAME
+    local name=$1 log="$WORK/$1.out" t0 rc counts p f mine other
+    local -a args
+    case $name in
+        regress)   args=(ISOLATION= TAP_TESTS=)
+                   [ -z "${VALGRIND_REGRESS:-}" ] || args+=("REGRESS=$VALGRIND_REGRESS") ;;
+        isolation) args=(REGRESS= TAP_TESTS=)
+                   [ -z "${VALGRIND_ISOLATION:-}" ] || args+=("ISOLATION=$VALGRIND_ISOLATION") ;;
+    esac
+    rm -rf "${VGLOG:?}"/*
+    bh_say "$name under valgrind (make installcheck ${args[*]})"
+    t0=$(bh_now_us)
+    set +e
+    # the postmaster starts slowly under valgrind: give pg_regress time
+    (cd "$BUILD" &&
+        runuser -u postgres -- env PGCTLTIMEOUT=300 \
+            make installcheck PG_CONFIG="$BH_PG_CONFIG" bindir="$WRAP" "${args[@]}") 2>&1 |
+        tee "$log"
+    rc=${PIPESTATUS[0]}
+    set -e
+    read -r p f <<<"$(count_pg_regress "$log")"
+    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+        bh_warn "$name: make installcheck failed (exit $rc) without a failed test: counted as 1 failure"
+        f=1
+    fi
+    if [ "$f" -gt 0 ]; then
+        find "$BUILD" -maxdepth 2 -name regression.diffs -type f -exec cat {} +
+    fi
+    bh_say "$name: valgrind reports"
+    read -r mine other <<<"$(scan_logs "$VGLOG")"
+    if [ -n "${VALGRIND_KEEP_LOGS:-}" ]; then
+        mkdir -p "$VALGRIND_KEEP_LOGS/$name"
+        cp -p "$VGLOG"/*.log "$VALGRIND_KEEP_LOGS/$name/" 2>/dev/null || true
+    fi
+    bh_say "$name: $mine valgrind reports in bulkhead code, $other elsewhere (PostgreSQL, libc)"
+    if [ "$mine" -eq 0 ]; then p=$((p + 1)); else f=$((f + 1)); fi
+    PASSED[$name]=$p
+    FAILED[$name]=$f
+    TOTAL_PASSED=$((TOTAL_PASSED + p))
+    TOTAL_FAILED=$((TOTAL_FAILED + f))
+    bh_say "$name: $p passed, $f failed (tests + valgrind check), $(bh_fmt_us $(($(bh_now_us) - t0)))"
+}
+
+SUITES=(${VALGRIND_SUITES:-regress isolation})
+for s in "${SUITES[@]}"; do
+    case $s in
+        regress|isolation) run_suite "$s" ;;
+        *) bh_die "unknown suite $s (regress, isolation)" ;;
+    esac
+done
+
+cleanup
+bh_say "total time $(bh_fmt_us $(($(bh_now_us) - T0)))"
+for s in "${SUITES[@]}"; do
+    printf '    %-10s %s passed, %s failed\n' "$s" "${PASSED[$s]}" "${FAILED[$s]}"
+done
+echo "$TOTAL_PASSED passed, $TOTAL_FAILED failed"
+[ "$TOTAL_FAILED" -eq 0 ]
