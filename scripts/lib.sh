@@ -128,3 +128,29 @@ bh_stop_postmasters_under() {
     done < <(find "$dir" -name postmaster.pid -type f 2>/dev/null)
     return 0
 }
+
+# The suites start their own servers: stray libpq settings (PGHOST, PGPORT,
+# ...) must not steer them.
+bh_unset_libpq_env() {
+    local var
+    while IFS= read -r var; do
+        unset "$var"
+    done < <(compgen -e | grep -E '^PG[A-Z]+$' || true)
+}
+
+# The scratch directory $WORK of a test script: bh_cleanup_work (set as the
+# EXIT trap by bh_trap_cleanup_work) stops any server left under it and
+# removes it.
+WORK=
+bh_cleanup_work() {
+    if [ -n "$WORK" ] && [ -d "$WORK" ]; then
+        bh_stop_postmasters_under "$WORK"
+        rm -rf -- "$WORK"
+    fi
+    WORK=
+}
+bh_trap_cleanup_work() {
+    trap bh_cleanup_work EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+}

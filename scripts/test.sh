@@ -42,23 +42,10 @@ esac
 
 bh_require_root
 
-# The suites start their own servers: stray libpq settings must not steer them.
-while IFS= read -r var; do
-    unset "$var"
-done < <(compgen -e | grep -E '^PG[A-Z]+$' || true)
+bh_unset_libpq_env
 
-WORK=
 BUILD=
-cleanup() {
-    if [ -n "$WORK" ] && [ -d "$WORK" ]; then
-        bh_stop_postmasters_under "$WORK"
-        rm -rf -- "$WORK"
-    fi
-    WORK=
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+bh_trap_cleanup_work
 
 TIMING_NAMES=()
 TIMING_US=()
@@ -244,7 +231,7 @@ if [ "$rc" -ne 0 ]; then
     PASSED[build]=0
     FAILED[build]=1
     TOTAL_FAILED=1
-    cleanup
+    bh_cleanup_work
     summary
     exit 1
 fi
@@ -260,6 +247,6 @@ for phase in "${PHASES[@]}"; do
 done
 
 [ "$TOTAL_FAILED" -eq 0 ] || show_failure_details
-cleanup
+bh_cleanup_work
 summary
 [ "$TOTAL_FAILED" -eq 0 ] && [ "$TOTAL_PASSED" -gt 0 ]

@@ -42,21 +42,9 @@ SRC_DIR=$(cd -- "$SCRIPT_DIR/../.." && pwd -P)
 . "$SRC_DIR/scripts/lib.sh"
 
 bh_require_root
-while IFS= read -r var; do
-    unset "$var"
-done < <(compgen -e | grep -E '^PG[A-Z]+$' || true)
+bh_unset_libpq_env
 
-WORK=
-cleanup() {
-    if [ -n "$WORK" ] && [ -d "$WORK" ]; then
-        bh_stop_postmasters_under "$WORK"
-        rm -rf -- "$WORK"
-    fi
-    WORK=
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+bh_trap_cleanup_work
 
 T0=$(bh_now_us)
 
@@ -221,7 +209,7 @@ for s in "${SUITES[@]}"; do
     esac
 done
 
-cleanup
+bh_cleanup_work
 bh_say "total time $(bh_fmt_us $(($(bh_now_us) - T0)))"
 for s in "${SUITES[@]}"; do
     printf '    %-10s %s passed, %s failed\n' "$s" "${PASSED[$s]}" "${FAILED[$s]}"
