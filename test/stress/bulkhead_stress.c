@@ -159,18 +159,23 @@ report_line(const char *what, const char *fmt, va_list ap)
 	fflush(stdout);
 }
 
+/* count one more problem of a kind; print the first few of each kind */
+static void
+report_counted(long *count, const char *what, const char *fmt, va_list ap)
+{
+	(*count)++;
+	if (*count <= MAX_SHOWN_VIOLATIONS)
+		report_line(what, fmt, ap);
+}
+
 static void
 violation(const char *fmt,...)
 {
 	va_list		ap;
 
-	violations++;
-	if (violations <= MAX_SHOWN_VIOLATIONS)
-	{
-		va_start(ap, fmt);
-		report_line("VIOLATION", fmt, ap);
-		va_end(ap);
-	}
+	va_start(ap, fmt);
+	report_counted(&violations, "VIOLATION", fmt, ap);
+	va_end(ap);
 }
 
 static void
@@ -178,13 +183,9 @@ tool_error(const char *fmt,...)
 {
 	va_list		ap;
 
-	tool_errors++;
-	if (tool_errors <= MAX_SHOWN_VIOLATIONS)
-	{
-		va_start(ap, fmt);
-		report_line("TOOL ERROR", fmt, ap);
-		va_end(ap);
-	}
+	va_start(ap, fmt);
+	report_counted(&tool_errors, "TOOL ERROR", fmt, ap);
+	va_end(ap);
 }
 
 static void

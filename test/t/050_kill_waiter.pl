@@ -143,12 +143,7 @@ is( $node->safe_psql(
 
 ok(poll_until($node, "SELECT coalesce(($config_query), '') = '$config'", 30),
 	'workloads loaded again from the table');
-is( $node->safe_psql(
-		'postgres', q{
-		SELECT string_agg(workload || ':' || running || '/' || queued || '/'
-		                  || acquired || '/' || released || '/' || cancelled,
-		                  ',' ORDER BY workload)
-		FROM bulkhead_stats}),
+is(all_counts($node),
 	'other:0/0/0/0/0,q:0/0/0/0/0',
 	'every count is 0 and the cumulative figures start from zero');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM bulkhead_activity'),

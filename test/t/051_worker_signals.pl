@@ -168,12 +168,7 @@ ok( poll_until(
 		                           ',' ORDER BY workload), '') = 's:3:2,t:1:1'
 		FROM bulkhead_stats}, 30),
 	'workloads loaded again from the table (with the change of part 1)');
-is( $node->safe_psql(
-		'postgres', q{
-		SELECT string_agg(workload || ':' || running || '/' || queued || '/'
-		                  || acquired || '/' || released || '/' || cancelled,
-		                  ',' ORDER BY workload)
-		FROM bulkhead_stats}),
+is(all_counts($node),
 	's:0/0/0/0/0,t:0/0/0/0/0',
 	'every count is 0 and the cumulative figures start from zero');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM bulkhead_activity'),

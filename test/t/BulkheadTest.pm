@@ -17,7 +17,7 @@ use Time::HiRes qw(usleep time);
 our @EXPORT = qw(
   bulkhead_node wait_loaded session send_async finish_async sql sql2
   close_session poll_until stats activity_states waiting_backends
-  worker_pid
+  worker_pid all_counts
 );
 
 # Seconds a background session may spend on one query before it dies.
@@ -203,6 +203,19 @@ sub worker_pid
 	return $node->safe_psql('postgres',
 		"SELECT coalesce(string_agg(pid::text, ','), '') FROM pg_stat_activity WHERE backend_type = 'bulkhead'"
 	);
+}
+
+# "w:running/queued/acquired/released/cancelled,..." of every workload in
+# bulkhead_stats, by name.
+sub all_counts
+{
+	my ($node) = @_;
+	return $node->safe_psql(
+		'postgres', q{
+		SELECT string_agg(workload || ':' || running || '/' || queued || '/'
+		                  || acquired || '/' || released || '/' || cancelled,
+		                  ',' ORDER BY workload)
+		FROM bulkhead_stats});
 }
 
 1;
