@@ -34,7 +34,6 @@
 
 #include "datatype/timestamp.h"
 #include "fmgr.h"
-#include "lib/ilist.h"
 #include "port/atomics.h"
 #include "storage/lwlock.h"
 
@@ -114,6 +113,14 @@ typedef struct BulkheadStats
 	TimestampTz stats_reset;
 } BulkheadStats;
 
+/* A list of permit entries linked by index (entry_list.h) */
+#define BULKHEAD_NO_ENTRY		(-1)
+typedef struct BulkheadEntryList
+{
+	int32		head;			/* entry index, or BULKHEAD_NO_ENTRY */
+	int32		tail;
+} BulkheadEntryList;
+
 /* One workload slot */
 typedef struct BulkheadSlot
 {
@@ -129,22 +136,28 @@ typedef struct BulkheadSlot
 	BulkheadConfig config;
 	int			running;		/* entries in holders */
 	int			queued;			/* entries in waiters */
-	dlist_head	holders;		/* BulkheadEntry, GRANTED */
-	dlist_head	waiters;		/* BulkheadEntry, WAITING, FIFO */
+	BulkheadEntryList holders;	/* GRANTED entries */
+	BulkheadEntryList waiters;	/* WAITING entries, FIFO */
 	BulkheadStats stats;
 } BulkheadSlot;
 
-/* One permit held or awaited by one backend; see the header for locking */
+/*
+ * One permit held or awaited by one backend; see the header for locking.
+ * Kept at 32 bytes (a backend has bulkhead.max_permits_per_backend of them).
+ */
 typedef struct BulkheadEntry
 {
-	dlist_node	link;			/* in the slot's holders or waiters */
-	int			workload;		/* slot index, or -1 when free */
-	int			pid;			/* owner's pid */
+	int32		prev;			/* neighbours in the slot's holders or */
+	int32		next;			/* waiters list (entry_list.h) */
+	int32		pid;			/* owner's pid */
+	int16		workload;		/* slot index, or -1 when free */
 	uint8		state;			/* BulkheadEntryState */
 	uint8		scope;			/* BulkheadScope */
 	TimestampTz queued_at;		/* arrival (= since for an immediate grant) */
 	TimestampTz since;			/* entered its current state */
 } BulkheadEntry;
+
+StaticAssertDecl(sizeof(BulkheadEntry) == 32, "a permit entry should stay at 32 bytes");
 
 typedef struct BulkheadShared
 {
@@ -178,7 +191,20 @@ extern bool bulkhead_acquire_permit(const char *name, int64 timeout_us,
 									BulkheadScope scope, bool try_only);
 extern void bulkhead_release_entry(int entry_index);
 extern void bulkhead_wait_cleanup(void);
-extern void bulkhead_grant_waiters(BulkheadSlot *slot);
+/*
+ * Backends granted a permit under a slot lock, to be woken once the lock is
+ * released: a waiter woken while the lock is still held would run, find the
+ * lock taken and sleep again on it, two context switches per hand-off.
+ */
+#define BULKHEAD_WAKE_BATCH		8
+typedef struct BulkheadWakeups
+{
+	int			n;
+	int			procnos[BULKHEAD_WAKE_BATCH];
+} BulkheadWakeups;
+
+extern void bulkhead_grant_waiters(BulkheadSlot *slot, BulkheadWakeups *wakeups);
+extern void bulkhead_wake(BulkheadWakeups *wakeups);
 extern void bulkhead_unlink_entry(BulkheadSlot *slot, BulkheadEntry *entry);
 extern bool bulkhead_waiting(void);
 

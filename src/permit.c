@@ -19,6 +19,7 @@
  *-------------------------------------------------------------------------
  */
 #include "bulkhead.h"
+#include "entry_list.h"
 
 #include <math.h>
 
@@ -75,7 +76,7 @@ my_entry(int local_index)
 static int
 entry_procno(BulkheadEntry *entry)
 {
-	return (entry - bulkhead_shared->entries) / bulkhead_shared->permits_per_backend;
+	return entry_index(entry) / bulkhead_shared->permits_per_backend;
 }
 
 bool
@@ -161,33 +162,56 @@ role_allowed(int nroles, char roles[][NAMEDATALEN])
 }
 
 /*
- * Hand free permits to the head waiters, oldest first, and wake each one.
- * Caller holds slot->lock exclusively.
+ * Hand free permits to the head waiters, oldest first.  Caller holds
+ * slot->lock exclusively.  With wakeups given (initialised to n = 0), the
+ * first BULKHEAD_WAKE_BATCH granted are recorded there for the caller to
+ * wake with bulkhead_wake() after releasing the lock; any others, and all of
+ * them when wakeups is NULL (rare paths: limit raised, reaper), are woken
+ * at once.
  */
 void
-bulkhead_grant_waiters(BulkheadSlot *slot)
+bulkhead_grant_waiters(BulkheadSlot *slot, BulkheadWakeups *wakeups)
 {
 	TimestampTz now = 0;
 
-	while (!dlist_is_empty(&slot->waiters) &&
+	while (!entry_list_is_empty(&slot->waiters) &&
 		   (slot->config.shadow || slot->running < slot->config.max_running))
 	{
 		BulkheadEntry *entry;
 
 		if (now == 0)
 			now = GetCurrentTimestamp();
-		entry = dlist_container(BulkheadEntry, link,
-								dlist_pop_head_node(&slot->waiters));
+		entry = entry_at(slot->waiters.head);
+		entry_list_delete(&slot->waiters, entry);
 		slot->queued--;
 		entry->state = BULKHEAD_ENTRY_GRANTED;
 		entry->since = now;
-		dlist_push_tail(&slot->holders, &entry->link);
+		entry_list_push_tail(&slot->holders, entry);
 		slot->running++;
 		if (slot->running > slot->stats.peak_running)
 			slot->stats.peak_running = slot->running;
-		/* the flag is set before the latch (see latch.h) */
-		SetLatch(&GetPGProcByNumber(entry_procno(entry))->procLatch);
+		/* the state is set before the latch (see latch.h) */
+		if (wakeups != NULL && wakeups->n < BULKHEAD_WAKE_BATCH)
+			wakeups->procnos[wakeups->n++] = entry_procno(entry);
+		else
+			SetLatch(&GetPGProcByNumber(entry_procno(entry))->procLatch);
 	}
+}
+
+/*
+ * Wake the backends bulkhead_grant_waiters() recorded; call after releasing
+ * the slot lock.  A woken backend that has meanwhile seen its grant, or
+ * even exited, takes at worst a spurious wakeup, which every latch wait
+ * tolerates.
+ */
+void
+bulkhead_wake(BulkheadWakeups *wakeups)
+{
+	int			i;
+
+	for (i = 0; i < wakeups->n; i++)
+		SetLatch(&GetPGProcByNumber(wakeups->procnos[i])->procLatch);
+	wakeups->n = 0;
 }
 
 /*
@@ -197,11 +221,16 @@ bulkhead_grant_waiters(BulkheadSlot *slot)
 void
 bulkhead_unlink_entry(BulkheadSlot *slot, BulkheadEntry *entry)
 {
-	dlist_delete(&entry->link);
 	if (entry->state == BULKHEAD_ENTRY_WAITING)
+	{
+		entry_list_delete(&slot->waiters, entry);
 		slot->queued--;
+	}
 	else
+	{
+		entry_list_delete(&slot->holders, entry);
 		slot->running--;
+	}
 	entry->state = BULKHEAD_ENTRY_FREE;
 	entry->workload = -1;
 	entry->pid = 0;
@@ -233,14 +262,14 @@ link_entry(BulkheadSlot *slot, int slotno, BulkheadEntry *entry,
 	entry->since = now;
 	if (state == BULKHEAD_ENTRY_GRANTED)
 	{
-		dlist_push_tail(&slot->holders, &entry->link);
+		entry_list_push_tail(&slot->holders, entry);
 		slot->running++;
 		if (slot->running > slot->stats.peak_running)
 			slot->stats.peak_running = slot->running;
 	}
 	else
 	{
-		dlist_push_tail(&slot->waiters, &entry->link);
+		entry_list_push_tail(&slot->waiters, entry);
 		slot->queued++;
 		if (slot->queued > slot->stats.peak_queued)
 			slot->stats.peak_queued = slot->queued;
@@ -507,6 +536,7 @@ bulkhead_release_entry(int li)
 	BulkheadEntry *entry = my_entry(li);
 	BulkheadSlot *slot;
 	TimestampTz now = bulkhead_stats_clock();
+	BulkheadWakeups wakeups = {0};
 	bool		drained;
 
 	Assert(permit->held);
@@ -517,9 +547,10 @@ bulkhead_release_entry(int li)
 	slot->stats.released++;
 	bulkhead_stats_add_hold(&slot->stats, now > entry->since ? now - entry->since : 0);
 	bulkhead_unlink_entry(slot, entry);
-	bulkhead_grant_waiters(slot);
+	bulkhead_grant_waiters(slot, &wakeups);
 	drained = slot_drained(slot);
 	LWLockRelease(slot->lock);
+	bulkhead_wake(&wakeups);
 	if (drained)
 		bulkhead_signal_worker();
 
@@ -536,6 +567,7 @@ bulkhead_wait_cleanup(void)
 {
 	BulkheadEntry *entry;
 	BulkheadSlot *slot;
+	BulkheadWakeups wakeups = {0};
 	bool		drained;
 
 	if (my_wait_index < 0)
@@ -546,9 +578,10 @@ bulkhead_wait_cleanup(void)
 	LWLockAcquire(slot->lock, LW_EXCLUSIVE);
 	slot->stats.cancelled++;
 	bulkhead_unlink_entry(slot, entry);
-	bulkhead_grant_waiters(slot);
+	bulkhead_grant_waiters(slot, &wakeups);
 	drained = slot_drained(slot);
 	LWLockRelease(slot->lock);
+	bulkhead_wake(&wakeups);
 
 	my_wait_index = -1;
 	if (drained)

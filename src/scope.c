@@ -61,7 +61,7 @@ reclaim_stale_entries(void)
 			else
 				slot->stats.cancelled++;
 			bulkhead_unlink_entry(slot, &entries[i]);
-			bulkhead_grant_waiters(slot);
+			bulkhead_grant_waiters(slot, NULL);
 		}
 		LWLockRelease(slot->lock);
 	}

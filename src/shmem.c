@@ -9,6 +9,7 @@
  *-------------------------------------------------------------------------
  */
 #include "bulkhead.h"
+#include "entry_list.h"
 
 #include "access/twophase.h"
 #include "miscadmin.h"
@@ -98,14 +99,16 @@ bulkhead_shmem_startup(void)
 
 			memset(slot, 0, sizeof(BulkheadSlot));
 			slot->lock = &locks[i].lock;
-			dlist_init(&slot->holders);
-			dlist_init(&slot->waiters);
+			entry_list_init(&slot->holders);
+			entry_list_init(&slot->waiters);
 		}
 
 		nentries = shared->nbackends * shared->permits_per_backend;
 		for (i = 0; i < nentries; i++)
 		{
 			memset(&shared->entries[i], 0, sizeof(BulkheadEntry));
+			shared->entries[i].prev = BULKHEAD_NO_ENTRY;
+			shared->entries[i].next = BULKHEAD_NO_ENTRY;
 			shared->entries[i].workload = -1;
 		}
 

@@ -10,6 +10,7 @@
  *-------------------------------------------------------------------------
  */
 #include "bulkhead.h"
+#include "entry_list.h"
 
 #include "fmgr.h"
 #include "funcapi.h"
@@ -156,14 +157,12 @@ typedef struct ActivityRow
 } ActivityRow;
 
 static int
-copy_list(dlist_head *list, bool running, ActivityRow *rows, int n)
+copy_list(BulkheadEntryList *list, bool running, ActivityRow *rows, int n)
 {
-	dlist_iter	iter;
+	BulkheadEntry *entry;
 
-	dlist_foreach(iter, list)
+	entry_list_foreach(entry, list)
 	{
-		BulkheadEntry *entry = dlist_container(BulkheadEntry, link, iter.cur);
-
 		rows[n].pid = entry->pid;
 		rows[n].running = running;
 		rows[n].scope = entry->scope;

@@ -18,6 +18,7 @@
  *-------------------------------------------------------------------------
  */
 #include "bulkhead.h"
+#include "entry_list.h"
 
 #include "access/xact.h"
 #include "access/xlog.h"
@@ -310,7 +311,7 @@ apply_rows(WorkloadRow *rows, int nrows, bool loaded)
 		slot->restored = false;
 		slot->config = rows[r].config;
 		/* a higher limit, or a switch to shadow mode, serves waiters now */
-		bulkhead_grant_waiters(slot);
+		bulkhead_grant_waiters(slot, NULL);
 		LWLockRelease(slot->lock);
 	}
 	shared->config_loaded = loaded;
@@ -356,20 +357,22 @@ reap_dead_backends(void)
 	for (i = 0; i < shared->nslots; i++)
 	{
 		BulkheadSlot *slot = &shared->slots[i];
-		dlist_head *lists[2] = {&slot->holders, &slot->waiters};
+		BulkheadEntryList *lists[2] = {&slot->holders, &slot->waiters};
 		int			reaped = 0;
 		int			l;
 
 		LWLockAcquire(slot->lock, LW_EXCLUSIVE);
 		for (l = 0; l < 2; l++)
 		{
-			dlist_mutable_iter iter;
+			int32		e;
+			int32		next;
 
-			dlist_foreach_modify(iter, lists[l])
+			for (e = lists[l]->head; e != BULKHEAD_NO_ENTRY; e = next)
 			{
-				BulkheadEntry *entry = dlist_container(BulkheadEntry, link, iter.cur);
-				int			procno = (entry - shared->entries) / shared->permits_per_backend;
+				BulkheadEntry *entry = entry_at(e);
+				int			procno = e / shared->permits_per_backend;
 
+				next = entry->next; /* read before the entry is unlinked */
 				if (GetPGProcByNumber(procno)->pid == entry->pid)
 					continue;
 				reaped++;
@@ -380,7 +383,7 @@ reap_dead_backends(void)
 				bulkhead_unlink_entry(slot, entry);
 			}
 		}
-		bulkhead_grant_waiters(slot);
+		bulkhead_grant_waiters(slot, NULL);
 		LWLockRelease(slot->lock);
 		if (reaped > 0)
 			ereport(LOG,
