@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/test.sh: the one test command for bulkhead.
 #
-#   bash scripts/test.sh [regress|isolation|tap|clients|stress|valgrind|all]   (as root; default all)
+#   bash scripts/test.sh [regress|isolation|tap|clients|stress|valgrind|bench|all]   (as root; default all)
 #
 # On a Debian 12 machine it installs what is missing (apt-get), copies the
 # source tree to a throwaway directory, builds it there with warnings as errors,
@@ -11,7 +11,9 @@
 # preloaded server: pg_regress, pg_isolation_regress, the TAP tests; then the
 # suites with runner scripts of their own (test/clients/run.sh: JDBC,
 # psycopg and PgBouncer; test/stress/run.sh: 48 clients for 60 s;
-# test/valgrind/run.sh: regress and isolation with the servers under valgrind).
+# test/valgrind/run.sh: regress and isolation with the servers under valgrind);
+# and a smoke run of the benchmarks (test/bench/run --quick, about a minute,
+# counted as one test) so that they cannot rot.
 #
 # It prints the diffs and server logs of what failed, the time each phase
 # took, and last a line "N passed, N failed" (pg_regress and isolation tests,
@@ -24,7 +26,7 @@ SRC_DIR=$(dirname -- "$SCRIPT_DIR")
 . "$SCRIPT_DIR/lib.sh"
 
 usage() {
-    echo "usage: bash scripts/test.sh [regress|isolation|tap|clients|stress|valgrind|all]   (as root; default: all)"
+    echo "usage: bash scripts/test.sh [regress|isolation|tap|clients|stress|valgrind|bench|all]   (as root; default: all)"
 }
 
 case ${1:-all} in
@@ -34,7 +36,8 @@ case ${1:-all} in
     clients)   PHASES=(clients) ;;
     stress)    PHASES=(stress) ;;
     valgrind)  PHASES=(valgrind) ;;
-    all)       PHASES=(regress isolation tap clients stress valgrind) ;;
+    bench)     PHASES=(bench) ;;
+    all)       PHASES=(regress isolation tap clients stress valgrind bench) ;;
     -h|--help) usage; exit 0 ;;
     *)         usage >&2; exit 2 ;;
 esac
@@ -102,6 +105,23 @@ run_script_phase() {    # run_script_phase NAME
     TOTAL_PASSED=$((TOTAL_PASSED + p))
     TOTAL_FAILED=$((TOTAL_FAILED + f))
     bh_say "$name: $p passed, $f failed, $(bh_fmt_us "${TIMING_US[-1]}")"
+}
+
+# The benchmarks' smoke run: one test, passed if every scenario ran through
+run_bench_phase() {
+    local t0 rc
+    bh_say "bench: test/bench/run --quick"
+    t0=$(bh_now_us)
+    set +e
+    bash "$BUILD/test/bench/run" --quick 2>&1 | tee "$WORK/bench.out"
+    rc=${PIPESTATUS[0]}
+    set -e
+    timed bench "$t0"
+    PASSED[bench]=$((rc == 0 ? 1 : 0))
+    FAILED[bench]=$((rc == 0 ? 0 : 1))
+    TOTAL_PASSED=$((TOTAL_PASSED + PASSED[bench]))
+    TOTAL_FAILED=$((TOTAL_FAILED + FAILED[bench]))
+    bh_say "bench: ${PASSED[bench]} passed, ${FAILED[bench]} failed, $(bh_fmt_us "${TIMING_US[-1]}")"
 }
 
 run_phase() {    # run_phase NAME: one suite, via make installcheck as postgres
@@ -242,6 +262,7 @@ chown -R postgres:postgres "$BUILD"
 for phase in "${PHASES[@]}"; do
     case $phase in
         regress|isolation|tap) run_phase "$phase" ;;
+        bench) run_bench_phase ;;
         *) run_script_phase "$phase" ;;
     esac
 done

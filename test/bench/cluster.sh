@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # test/bench/cluster.sh: builds and a throwaway PostgreSQL cluster for the
-# benchmarks.  Source it after scripts/lib.sh, with $top set to the tree.  bench_cluster_start makes a cluster as the
-# postgres user in a temporary directory, with bulkhead preloaded, on a free
+# benchmarks.  Source it after scripts/lib.sh, with $top set to the tree.
+# bench_cluster_start makes a cluster as the postgres user in a temporary directory, with bulkhead preloaded, on a free
 # loopback port; bench_cluster_stop (also run at exit) stops it by its pid
 # and removes the directory.  bench_psql runs psql against it.  With
 # BENCH_UNDER set (say "valgrind --tool=callgrind ..."), the server runs
@@ -10,16 +10,26 @@
 BENCH_DIR=
 BENCH_PORT=
 BENCH_PID=
-BENCH_BUILDS=
+BENCH_CONF=()
+BENCH_BUILDS=${BENCH_BUILDS:-}
+BENCH_BUILDS_OWNER=${BENCH_BUILDS_OWNER:-}
 
 # bench_prepare: as root, install what is missing, build the tree as shipped
 # and install it.  Extra Debian packages may be added to BH_PACKAGES first.
+# test/bench/run prepares once for all the scenarios and exports
+# BENCH_BUILDS; a scenario script started by it then only installs the build
+# (BENCH_BUILDS_OWNER tells which process removes the builds at exit).
 bench_prepare() {
     bh_require_root
     bh_install_prereqs >/dev/null
     bh_fix_tmpdir
-    BENCH_BUILDS=$(bh_mktemp_dir bulkhead-builds)
     trap bench_finish EXIT
+    if [ -n "${BENCH_BUILDS:-}" ] && [ -f "$BENCH_BUILDS/with/bulkhead.so" ]; then
+        bench_use_build with
+        return
+    fi
+    BENCH_BUILDS=$(bh_mktemp_dir bulkhead-builds)
+    BENCH_BUILDS_OWNER=$BASHPID
     bh_copy_tree "$top" "$BENCH_BUILDS/with"
     bh_build_install "$BENCH_BUILDS/with" >/dev/null
 }
@@ -27,6 +37,7 @@ bench_prepare() {
 # bench_build_without_stats: a second build, without the latency statistics,
 # in $BENCH_BUILDS/without (see BULKHEAD_NO_LATENCY_STATS in src/bulkhead.h)
 bench_build_without_stats() {
+    [ -f "$BENCH_BUILDS/without/bulkhead.so" ] && return
     bh_copy_tree "$top" "$BENCH_BUILDS/without"
     make -s -C "$BENCH_BUILDS/without" PG_CONFIG="$BH_PG_CONFIG" \
         PG_CPPFLAGS="-I$BENCH_BUILDS/without/src -DBULKHEAD_NO_LATENCY_STATS" >/dev/null
@@ -40,12 +51,13 @@ bench_use_build() {
 
 # bench_finish: stop the cluster, put the shipped build back, clean up (at exit)
 bench_finish() {
+    if declare -F bench_pgbouncer_stop >/dev/null; then bench_pgbouncer_stop; fi
     bench_cluster_stop
     if [ -n "$BENCH_BUILDS" ]; then
         [ -f "$BENCH_BUILDS/with/bulkhead.so" ] && bench_use_build with
-        rm -rf "$BENCH_BUILDS"
+        [ "$BENCH_BUILDS_OWNER" = "$BASHPID" ] && rm -rf "$BENCH_BUILDS"
     fi
-    BENCH_BUILDS=
+    return 0
 }
 
 bench_cluster_stop() {
@@ -72,15 +84,13 @@ bench_cluster_start() {
     while [ -n "$(ss -Hltn "sport = :$BENCH_PORT" 2>/dev/null)" ]; do
         BENCH_PORT=$((BENCH_PORT + 1))
     done
+    BENCH_CONF=("shared_preload_libraries = 'bulkhead'" "bulkhead.database = 'postgres'"
+                "synchronous_commit = off" "shared_buffers = '256MB'" "$@")
     {
         echo "port = $BENCH_PORT"
         echo "listen_addresses = '127.0.0.1'"
         echo "unix_socket_directories = '$BENCH_DIR'"
-        echo "shared_preload_libraries = 'bulkhead'"
-        echo "bulkhead.database = 'postgres'"
-        echo "synchronous_commit = off"
-        echo "shared_buffers = '256MB'"
-        for line in "$@"; do echo "$line"; done
+        for line in "${BENCH_CONF[@]}"; do echo "$line"; done
     } >>"$BENCH_DIR/data/postgresql.conf"
     if [ -z "${BENCH_UNDER:-}" ]; then
         runuser -u postgres -- "$BH_BINDIR/pg_ctl" -D "$BENCH_DIR/data" -l "$BENCH_DIR/server.log" \
@@ -101,6 +111,12 @@ bench_cluster_start() {
     bench_psql -c "CREATE EXTENSION bulkhead" >/dev/null
 }
 
+# the settings the cluster runs with, beyond initdb's, as one markdown line
+bench_settings() {
+    local IFS=';'
+    echo "Server settings (beyond initdb's): \`${BENCH_CONF[*]}\`" | sed 's/;/; /g'
+}
+
 bench_psql() {
     runuser -u postgres -- "$BH_BINDIR/psql" -X -q -v ON_ERROR_STOP=1 \
         -h "$BENCH_DIR" -p "$BENCH_PORT" -d postgres "$@"
@@ -114,11 +130,6 @@ bench_wait_loaded() {
         sleep 0.05
     done
     bh_die "workload $1 was not loaded"
-}
-
-# median of the numbers on stdin
-bench_median() {
-    sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
 # restart the cluster (to load a different bulkhead.so, say)

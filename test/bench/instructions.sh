@@ -1,31 +1,36 @@
 #!/usr/bin/env bash
-# test/bench/instructions.sh: instructions per acquire/release pair, counted
-# by valgrind's callgrind in the backend that runs the PL/pgSQL loop of
-# pair_ns.sql.  Unlike time, the count repeats exactly from run to run and
-# does not care what else the machine does.  Each form's count is the loop's
-# (PAIRS iterations, collected inside plpgsql_call_handler) less the empty
-# loop's, divided by PAIRS.  It counts the extension as shipped and as built
-# with -DBULKHEAD_NO_LATENCY_STATS, to show what the latency statistics cost.
+# test/bench/instructions.sh (scenario 1, instructions): instructions per
+# acquire/release pair, counted by valgrind's callgrind in the backend that
+# runs the loops of pair_ns.sql.  Unlike time, the count repeats exactly from
+# run to run and does not care what else the machine does.  Each form's count
+# is the loop's (PAIRS iterations, collected inside plpgsql_call_handler) less
+# its empty loop's, divided by PAIRS.  It counts the extension as shipped and
+# as built with -DBULKHEAD_NO_LATENCY_STATS, to show what the latency
+# statistics cost.
 #
 #   bash test/bench/instructions.sh [PAIRS]      (as root; default 20000)
 set -euo pipefail
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-top=$(cd "$here/../.." && pwd)
-# shellcheck source=../../scripts/lib.sh
-. "$top/scripts/lib.sh"
-# shellcheck source=cluster.sh
-. "$here/cluster.sh"
+# shellcheck source=common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-PAIRS=${1:-20000}
+# the smoke run skips the second build, to stay short
+if bench_quick; then PAIRS=${1:-200} BUILDS=(with); else PAIRS=${1:-20000} BUILDS=(with without); fi
 
 BH_PACKAGES+=(valgrind)
 bench_prepare
-bench_build_without_stats
+if ! bench_quick; then bench_build_without_stats; fi
 
-forms=("empty loop" "advisory, PERFORM" "bulkhead session, PERFORM"
-       "advisory try, expression" "bulkhead try, expression")
+# pairs of forms to compare (advisory, then bulkhead), and the empty loop
+# each form's count is taken net of
+forms=("advisory, PERFORM" "bulkhead session, PERFORM"
+       "advisory try, expression" "bulkhead try, expression"
+       "advisory xact, PERFORM + COMMIT" "bulkhead xact, PERFORM + COMMIT"
+       "advisory try xact, expression + COMMIT" "bulkhead try xact, expression + COMMIT")
+empty_of() { case $1 in *COMMIT) echo "empty loop, COMMIT" ;; *) echo "empty loop" ;; esac; }
+
 declare -A count
-for v in with without; do
+for v in "${BUILDS[@]}"; do
+    bench_progress "callgrind, build $v latency statistics"
     bench_use_build "$v"
     BENCH_UNDER="valgrind --tool=callgrind --trace-children=yes --collect-atstart=no \
 --toggle-collect=plpgsql_call_handler --callgrind-out-file=callgrind.%p" \
@@ -33,32 +38,33 @@ for v in with without; do
     bench_psql -c "INSERT INTO bulkhead_workload (name, max_running, max_queued) VALUES ('bench', 1000, 0)"
     bench_psql <"$here/pair_ns.sql"
     bench_wait_loaded bench
-    for f in "${forms[@]}"; do
+    for f in "empty loop" "empty loop, COMMIT" "${forms[@]}"; do
         # a fresh backend per form: its callgrind file holds that loop only
-        pid=$(bench_psql -tAc "SELECT pg_backend_pid() FROM (SELECT pair_ns('$f', $PAIRS)) AS run")
+        sql=$(bench_psql -tAc "SELECT pair_sql('$f', $PAIRS)")
+        pid=$(bench_psql -tA -c "$sql" -c "SELECT pg_backend_pid()" | tail -n 1)
         file="$BENCH_DIR/callgrind.$pid"
         for _ in $(seq 100); do grep -q '^totals:' "$file" 2>/dev/null && break; sleep 0.1; done
         count[$v/$f]=$(awk '/^totals:/ { print $2 }' "$file")
     done
     bench_cluster_stop
 done
+bench_use_build with
 
-per_pair() {    # per_pair VARIANT FORM: instructions per pair, less the loop
-    awk -v t="${count[$1/$2]}" -v e="${count[$1/empty loop]}" -v n="$PAIRS" \
+per_pair() {    # per_pair VARIANT FORM: instructions per pair, net of its empty loop
+    awk -v t="${count[$1/$2]}" -v e="${count[$1/$(empty_of "$2")]}" -v n="$PAIRS" \
         'BEGIN { printf "%.0f", (t - e) / n }'
 }
-echo "## Instructions per pair (callgrind, $PAIRS pairs in one PL/pgSQL loop, less the empty loop)"
+bench_header "Instructions per pair (callgrind, $PAIRS pairs in one PL/pgSQL loop, net of the empty loop)"
+echo "Command: \`bash test/bench/instructions.sh $PAIRS\`; $(valgrind --version)."
 echo
-echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $("$BH_BINDIR/postgres" --version), valgrind $(valgrind --version)"
-echo
-echo "| form | instructions per pair | without latency statistics | statistics add |"
-echo "|---|---:|---:|---:|"
-for f in "${forms[@]:1}"; do
-    a=$(per_pair with "$f")
-    b=$(per_pair without "$f")
-    echo "| $f | $a | $b | $(awk -v a="$a" -v b="$b" 'BEGIN { printf "%+.1f%%", (a / b - 1) * 100 }') |"
+echo "| loop form | advisory lock | bulkhead | bulkhead / advisory | bulkhead without latency statistics | statistics add |"
+echo "|---|---:|---:|---:|---:|---:|"
+for ((i = 0; i < ${#forms[@]}; i += 2)); do
+    a=${forms[i]} b=${forms[i + 1]}
+    ia=$(per_pair with "$a") ib=$(per_pair with "$b") ibn=$(bench_quick && echo "$ib" || per_pair without "$b")
+    echo "| ${b#bulkhead } | $ia | $ib | $(bench_ratio "$ib" "$ia") | $ibn |" \
+         "$(awk -v a="$ib" -v b="$ibn" 'BEGIN { printf "%+.0f", a - b }') |"
 done
 echo
-awk -v a="$(per_pair with 'advisory, PERFORM')" -v b="$(per_pair with 'bulkhead session, PERFORM')" \
-    -v c="$(per_pair with 'advisory try, expression')" -v d="$(per_pair with 'bulkhead try, expression')" \
-    'BEGIN { printf "ratio bulkhead/advisory in instructions: PERFORM form %.2fx, expression form %.2fx\n", b / a, d / c }'
+loop_cost() { awk -v e="${count[with/$1]}" -v n="$PAIRS" 'BEGIN { printf "%.0f", e / n }'; }
+echo "The empty loops cost $(loop_cost 'empty loop') instructions per iteration, and $(loop_cost 'empty loop, COMMIT') with a COMMIT."

@@ -1,5 +1,8 @@
 -- test/bench/pair_ns.sql: pair_ns(form, n) runs n acquire/release pairs of
--- one form in a PL/pgSQL loop and returns the nanoseconds per pair.
+-- one form in a PL/pgSQL loop and returns the nanoseconds per pair; the
+-- procedure xact_pair_ns does the same for transaction-scoped pairs, each
+-- ended by a COMMIT in the loop.  pair_sql(form, n) is the statement that
+-- runs a form, whichever of the two it is.
 CREATE FUNCTION pair_ns(form text, n int) RETURNS float8 LANGUAGE plpgsql AS $$
 DECLARE
     t0 timestamptz;
@@ -37,22 +40,45 @@ BEGIN
 END
 $$;
 
-
--- CPU time of this backend in ns (user + system, from /proc/self/stat; the
--- clock ticks at 100 Hz, so time a run of a second or more)
-CREATE FUNCTION backend_cpu_ns() RETURNS float8 LANGUAGE sql AS $$
-    SELECT (f[14]::float8 + f[15]::float8) * 1e7
-      FROM regexp_split_to_array(split_part(pg_read_file('/proc/self/stat'), ') ', 2), ' ') AS s(f0),
-           LATERAL (SELECT ARRAY['', ''] || f0) AS t(f)
+CREATE PROCEDURE xact_pair_ns(form text, n int, INOUT ns float8) LANGUAGE plpgsql AS $$
+DECLARE
+    t0 timestamptz := clock_timestamp();
+    b boolean;
+BEGIN
+    IF form = 'empty loop, COMMIT' THEN
+        FOR i IN 1..n LOOP
+            b := true;
+            COMMIT;
+        END LOOP;
+    ELSIF form = 'advisory xact, PERFORM + COMMIT' THEN
+        FOR i IN 1..n LOOP
+            PERFORM pg_advisory_xact_lock(1);
+            COMMIT;
+        END LOOP;
+    ELSIF form = 'bulkhead xact, PERFORM + COMMIT' THEN
+        FOR i IN 1..n LOOP
+            PERFORM bulkhead_acquire_xact('bench');
+            COMMIT;
+        END LOOP;
+    ELSIF form = 'advisory try xact, expression + COMMIT' THEN
+        FOR i IN 1..n LOOP
+            b := pg_try_advisory_xact_lock(1);
+            COMMIT;
+        END LOOP;
+    ELSIF form = 'bulkhead try xact, expression + COMMIT' THEN
+        FOR i IN 1..n LOOP
+            b := bulkhead_try_acquire_xact('bench');
+            COMMIT;
+        END LOOP;
+    ELSE
+        RAISE EXCEPTION 'unknown form %', form;
+    END IF;
+    ns := extract(epoch FROM clock_timestamp() - t0) * 1e9 / n;
+END
 $$;
 
--- pair_ns measured in CPU time of the backend rather than wall time: less
--- sensitive to what else runs on the machine
-CREATE FUNCTION pair_cpu_ns(form text, n int) RETURNS float8 LANGUAGE plpgsql AS $$
-DECLARE
-    c0 float8 := backend_cpu_ns();
-BEGIN
-    PERFORM pair_ns(form, n);
-    RETURN (backend_cpu_ns() - c0) / n;
-END
+CREATE FUNCTION pair_sql(form text, n int) RETURNS text LANGUAGE sql AS $$
+    SELECT CASE WHEN form LIKE '%COMMIT'
+                THEN format('CALL xact_pair_ns(%L, %s, NULL)', form, n)
+                ELSE format('SELECT pair_ns(%L, %s)', form, n) END
 $$;

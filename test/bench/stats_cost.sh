@@ -8,12 +8,8 @@
 #
 #   bash test/bench/stats_cost.sh [PAIRS [ROUNDS]]     (as root; default 200000 5)
 set -euo pipefail
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-top=$(cd "$here/../.." && pwd)
-# shellcheck source=../../scripts/lib.sh
-. "$top/scripts/lib.sh"
-# shellcheck source=cluster.sh
-. "$here/cluster.sh"
+# shellcheck source=common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 PAIRS=${1:-200000}
 ROUNDS=${2:-5}
@@ -46,8 +42,8 @@ echo
 echo "| form | with statistics (ns/pair) | without latency statistics (ns/pair) | overhead |"
 echo "|---|---:|---:|---:|"
 for f in "${forms[@]}"; do
-    a=$(tr ' ' '\n' <<<"${runs[with/$f]}" | grep . | bench_median)
-    b=$(tr ' ' '\n' <<<"${runs[without/$f]}" | grep . | bench_median)
+    a=$(bench_median <<<"${runs[with/$f]}")
+    b=$(bench_median <<<"${runs[without/$f]}")
     echo "| $f | $a | $b | $(awk -v a="$a" -v b="$b" 'BEGIN { printf "%+.1f%%", (a / b - 1) * 100 }') |"
 done
 echo

@@ -8,12 +8,8 @@
 #
 #   bash test/bench/transparent_cost.sh [SECONDS [ROUNDS]]   (as root; default 10 5)
 set -euo pipefail
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-top=$(cd "$here/../.." && pwd)
-# shellcheck source=../../scripts/lib.sh
-. "$top/scripts/lib.sh"
-# shellcheck source=cluster.sh
-. "$here/cluster.sh"
+# shellcheck source=common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 SECONDS_PER_RUN=${1:-10}
 ROUNDS=${2:-5}
@@ -45,8 +41,8 @@ for ((r = 1; r <= ROUNDS; r++)); do
 done
 check=$(bench_psql -tAc "SELECT acquired || ' permits granted, ' || running || ' running, peak ' || peak_running FROM bulkhead_stats WHERE workload = 'wide'")
 
-a=$(tr ' ' '\n' <<<"${runs[ungated]}" | grep . | bench_median)
-b=$(tr ' ' '\n' <<<"${runs[gated]}" | grep . | bench_median)
+a=$(bench_median <<<"${runs[ungated]}")
+b=$(bench_median <<<"${runs[gated]}")
 echo "## Automatic admission cost: pgbench -S -M prepared, $CLIENTS clients, ${SECONDS_PER_RUN} s runs, median of $ROUNDS alternating rounds"
 echo
 echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $("$BH_BINDIR/postgres" --version)"

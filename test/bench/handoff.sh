@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# test/bench/handoff.sh (scenario 5): does a hand-off cost more when more
+# backends queue?  N backends (5, 50, 500) each loop on
+#   PERFORM bulkhead_acquire('handoff'); PERFORM bulkhead_release('handoff');
+# in PL/pgSQL against one permit (B = 1), so all but the holder and the one
+# or two on their way back to the queue wait in it, and every grant is a
+# hand-off from a release to the head waiter.  Once all N are in, the grants
+# are counted over WINDOW seconds; then the loops are cancelled (each one
+# catches the cancel and releases what it holds).  The queue lengths
+# alternate over ROUNDS rounds; the figure is the median.
+#
+#   bash test/bench/handoff.sh [WINDOW [ROUNDS]]   (as root; default 5 3)
+set -euo pipefail
+# shellcheck source=common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+if bench_quick; then WINDOW=${1:-1}; ROUNDS=${2:-1}; SIZES=(5 50); else WINDOW=${1:-5}; ROUNDS=${2:-3}; SIZES=(5 50 500); fi
+
+bench_prepare
+bench_cluster_start "max_connections = 520"
+bench_psql <<'SQL'
+INSERT INTO bulkhead_workload (name, max_running, max_queued, queue_timeout)
+VALUES ('handoff', 1, 1000, '1h');
+CREATE FUNCTION handoff_loop() RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+    n bigint := 0;
+BEGIN
+    BEGIN
+        LOOP
+            PERFORM bulkhead_acquire('handoff');
+            PERFORM bulkhead_release('handoff');
+            n := n + 1;
+        END LOOP;
+    EXCEPTION WHEN query_canceled THEN
+        PERFORM bulkhead_release_all();
+    END;
+    RETURN n;
+END
+$$;
+SQL
+bench_wait_loaded handoff
+loop_script=$(printf '\\set x 1\nSELECT handoff_loop();\n' | bench_pgbench_script handoff)
+
+# run N: grants per second with N backends in the loop
+run() {
+    local n=$1 pgb in sample0 sample1 i
+    runuser -u postgres -- "$BH_BINDIR/pgbench" -n -h "$BENCH_DIR" -p "$BENCH_PORT" \
+        -c "$n" -j 2 -t 1 -f "$loop_script" postgres >"$BENCH_DIR/handoff-$n.log" 2>&1 &
+    pgb=$!
+    # all in: every backend holds, waits, or is one of the few between the two
+    for i in $(seq 600); do
+        in=$(bench_psql -tAc "SELECT count(*) FROM bulkhead_activity WHERE workload = 'handoff'")
+        [ "$in" -ge $((n - 3)) ] && [ "$(bench_psql -tAc "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT handoff_loop%'")" -eq "$n" ] && break
+        sleep 0.1
+    done
+    [ "$i" -lt 600 ] || bh_die "the $n backends did not all reach the queue"
+    sample0=$(bench_psql -tAc "SELECT acquired, extract(epoch FROM clock_timestamp()) FROM bulkhead_stats WHERE workload = 'handoff'")
+    sleep "$WINDOW"
+    sample1=$(bench_psql -tAc "SELECT acquired, extract(epoch FROM clock_timestamp()) FROM bulkhead_stats WHERE workload = 'handoff'")
+    bench_psql -tAc "SELECT count(pg_cancel_backend(pid)) FROM pg_stat_activity WHERE query LIKE 'SELECT handoff_loop%'" >/dev/null
+    wait "$pgb" || { tail -n 5 "$BENCH_DIR/handoff-$n.log" >&2; bh_die "pgbench of the $n loops failed"; }
+    awk -F'|' -v a="$sample0" -v b="$sample1" 'BEGIN { split(a, x, "|"); split(b, y, "|"); printf "%.0f\n", (y[1] - x[1]) / (y[2] - x[2]) }'
+}
+
+declare -A runs
+for ((r = 1; r <= ROUNDS; r++)); do
+    for n in "${SIZES[@]}"; do
+        g=$(run "$n")
+        bench_progress "round $r/$ROUNDS, $n backends: $g grants/s"
+        runs[$n]+="$g "
+    done
+done
+declare -A med
+for n in "${SIZES[@]}"; do med[$n]=$(bench_median <<<"${runs[$n]}"); done
+final=$(bench_psql -tAc "SELECT format('%s acquired, %s released, %s running, %s queued, peak_queued %s', acquired, released, running, queued, peak_queued) FROM bulkhead_stats WHERE workload = 'handoff'")
+
+bench_header "Hand-off scaling: grants per second with one permit and N backends in its queue (${WINDOW} s windows, median of $ROUNDS alternating rounds)"
+bench_settings
+echo
+echo "Command: \`bash test/bench/handoff.sh $WINDOW $ROUNDS\`. Each backend loops on \`PERFORM bulkhead_acquire('handoff'); PERFORM bulkhead_release('handoff');\` (B = 1)."
+echo
+echo "| backends in the loop | grants per second (median) | vs ${SIZES[0]} | runs |"
+echo "|---:|---:|---:|---|"
+for n in "${SIZES[@]}"; do
+    echo "| $n | ${med[$n]} | $(bench_ratio "${med[$n]}" "${med[${SIZES[0]}]}") | ${runs[$n]% } |"
+done
+echo
+echo "bulkhead_stats after the runs: $final."
+echo
+last=${SIZES[-1]}
+ratio=$(bench_ratio "${med[$last]}" "${med[${SIZES[0]}]}")
+bench_at_least "$ratio" 0.9 && met=0 || met=1
+bench_target "$last waiters ≥ 0.9× the hand-off throughput of ${SIZES[0]} (${ratio}×)" $met

@@ -1,0 +1,140 @@
+# shellcheck shell=bash
+# test/bench/measure.sh: what the scenario scripts share to run pgbench and
+# report.  Source it after cluster.sh.
+#
+# BENCH_QUICK=1 (set by `test/bench/run --quick`) shortens every scenario to
+# a smoke run: one-second runs, one round, few client counts.  The figures
+# are then meaningless; the point is that every script still runs through.
+#
+# A scenario prints markdown on stdout (its section of results.md) and its
+# progress on stderr.  With BENCH_OUT set to a directory, it also leaves data
+# files there for the plots.
+
+BENCH_QUICK=${BENCH_QUICK:-0}
+BENCH_OUT=${BENCH_OUT:-}
+
+bench_quick() { [ "$BENCH_QUICK" = 1 ]; }
+bench_progress() { printf '    %s\n' "$*" >&2; }
+
+# bench_header TITLE: the section heading and the line saying where it ran
+bench_header() {
+    echo "## $1"
+    echo
+    echo "$(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) cores," \
+         "$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo);" \
+         "$(free -g | awk '/^Mem:/ { print $2 }') GiB;" \
+         "$("$BH_BINDIR/postgres" --version)$(bench_quick && echo '; QUICK SMOKE RUN, figures meaningless')"
+    echo
+}
+
+# median of the numbers on stdin (one per line or separated by spaces)
+bench_median() {
+    tr ' ' '\n' | grep . | sort -g |
+        awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# bench_ratio A B: A / B with two decimals
+bench_ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0) print "inf"; else printf "%.2f", a / b }'; }
+
+# bench_target DESCRIPTION MET: one line of the target checklist
+# (MET is the exit status of a test: 0 met, anything else missed)
+bench_target() {
+    if [ "$2" = 0 ]; then echo "- target met: $1"; else echo "- **target missed**: $1"; fi
+}
+
+# bench_at_least A B: exit status 0 if A >= B (numbers with decimals)
+bench_at_least() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
+
+# bench_pgbench ARGS...: one pgbench run against the cluster, as the postgres
+# OS user, with a per-transaction latency log.  Prints
+#   TPS P99_MS FAILED
+# where FAILED counts failed transactions plus clients that pgbench aborted
+# on an error (pgbench 15 aborts a client on any error but a serialization
+# failure or deadlock).  The percentile comes from the latency log, never
+# from -r: pgbench's per-statement mode under-counts latencies.  Extra
+# connection options (-h/-p/-U) may be given to go through a pooler; the
+# default is the cluster's socket directory.
+bench_pgbench() {
+    local logdir out
+    logdir=$(runuser -u postgres -- mktemp -d -p "$BENCH_DIR" pgbench.XXXXXX)
+    out=$(cd "$logdir" && runuser -u postgres -- "$BH_BINDIR/pgbench" -n \
+        -h "$BENCH_DIR" -p "$BENCH_PORT" -l --log-prefix="$logdir/lat" "$@" postgres 2>&1) || true
+    if ! grep -q '^tps = ' <<<"$out"; then
+        printf '%s\n' "$out" | tail -n 5 >&2
+        bh_die "pgbench failed: pgbench $*"
+    fi
+    local tps failed aborted p99
+    tps=$(awk '/^tps = / { printf "%.0f", $3 }' <<<"$out")
+    failed=$(awk '/^number of failed transactions: / { print $5 }' <<<"$out")
+    aborted=$(grep -c 'aborted in command' <<<"$out" || true)
+    # column 3 is the latency in microseconds ("failed" or "skipped" otherwise)
+    p99=$(cat "$logdir"/lat.* | awk '$3 ~ /^[0-9]+$/ { print $3 }' | sort -n |
+        awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else { i = int(NR * 0.99); if (i < NR * 0.99) i++; printf "%.1f", v[i] / 1000 } }')
+    rm -rf "$logdir"
+    echo "$tps $p99 $((${failed:-0} + aborted))"
+}
+
+# bench_pgbench_script NAME: a file under the cluster directory, readable by
+# the postgres user, holding stdin (a custom pgbench script).  Every script
+# must start with a \set line: without one, pgbench 15 logs a 0 us latency
+# for many transactions.
+bench_pgbench_script() {
+    local file="$BENCH_DIR/$1.pgbench"
+    cat >"$file"
+    head -n 1 "$file" | grep -q '^\\set ' || bh_die "pgbench script $1 must start with \\set"
+    chown postgres "$file"
+    echo "$file"
+}
+
+# bench_alternate ROUNDS FUNCTION KEY...: ROUNDS rounds; in each, FUNCTION
+# KEY runs once for every KEY in turn (A B C A B C ...) and prints
+# "TPS P99_MS FAILED" (bench_pgbench's line).  Fills, per KEY:
+#   RUNS_TPS / RUNS_P99   every round's figure, space-separated, in order
+#   TPS / P99             the medians over the rounds
+#   FAILED                the sum over the rounds
+declare -A RUNS_TPS RUNS_P99 TPS P99 FAILED
+bench_alternate() {
+    local rounds=$1 fn=$2 r key out tps p99 failed
+    shift 2
+    for key in "$@"; do RUNS_TPS[$key]= RUNS_P99[$key]= FAILED[$key]=0; done
+    for ((r = 1; r <= rounds; r++)); do
+        for key in "$@"; do
+            out=$("$fn" "$key")
+            read -r tps p99 failed <<<"$out"
+            bench_progress "round $r/$rounds, $key: $tps TPS, p99 $p99 ms, $failed failed"
+            RUNS_TPS[$key]+="$tps "
+            RUNS_P99[$key]+="$p99 "
+            FAILED[$key]=$((FAILED[$key] + failed))
+        done
+    done
+    for key in "$@"; do
+        RUNS_TPS[$key]=${RUNS_TPS[$key]% }
+        RUNS_P99[$key]=${RUNS_P99[$key]% }
+        TPS[$key]=$(bench_median <<<"${RUNS_TPS[$key]}")
+        P99[$key]=$(bench_median <<<"${RUNS_P99[$key]}")
+    done
+}
+
+# bench_tpcb_setup SCALE PERMITS: pgbench's tables at SCALE; a workload
+# 'tpcb' of PERMITS permits (queue of 1000, 60 s timeout, so that nothing
+# fails); and a role "gated" whose transactions take its permits
+# automatically (bulkhead.workload) and who may run pgbench's scripts
+bench_tpcb_setup() {
+    bench_progress "pgbench -i -s $1"
+    runuser -u postgres -- "$BH_BINDIR/pgbench" -i -q -s "$1" -h "$BENCH_DIR" -p "$BENCH_PORT" postgres >/dev/null 2>&1 ||
+        bh_die "pgbench -i failed"
+    bench_psql <<SQL
+INSERT INTO bulkhead_workload (name, max_running, max_queued, queue_timeout)
+VALUES ('tpcb', $2, 1000, '60s');
+CREATE ROLE gated LOGIN;
+ALTER ROLE gated SET bulkhead.workload = 'tpcb';
+GRANT ALL ON pgbench_accounts, pgbench_branches, pgbench_tellers, pgbench_history TO gated;
+SQL
+    bench_wait_loaded tpcb
+}
+
+# bench_tpcb_reset: the tables as pgbench leaves them before a run of its
+# own (without -n): history emptied, branches and tellers vacuumed
+bench_tpcb_reset() {
+    bench_psql -c "VACUUM pgbench_branches, pgbench_tellers" -c "TRUNCATE pgbench_history" >/dev/null
+}

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# test/bench/profile.sh (scenarios 3 and 4, explained): where the CPU goes.
+# Each run is one pgbench run under a system-wide `perf record -e cpu-clock`
+# (a software clock: this kind of virtual machine has no hardware counters),
+# and the samples are turned into CPU microseconds per transaction, by
+# process and by code: the server's own code, the kernel on its behalf,
+# bulkhead.so, pgbench, and the idle loop.
+#   overload:  tpcb-like at scale 1, ungated at 2 clients (the peak), through
+#              bulkhead.workload with B = PERMITS at 128 clients, and ungated
+#              at 128 clients;
+#   contended: the three statements of contended.sh (SELECT 1 as the work),
+#              ungated at 64 clients, and bulkhead (B = 4) at 4 clients (no
+#              queue) and at 64 clients.
+#
+#   bash test/bench/profile.sh [PERMITS [SECONDS]]   (as root; default 2 10)
+set -euo pipefail
+# shellcheck source=common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+PERMITS=${1:-2}
+if bench_quick; then SECS=${2:-1}; else SECS=${2:-10}; fi
+HZ=999
+
+BH_PACKAGES+=(linux-perf)
+bench_prepare
+bench_cluster_start "max_connections = 300"
+bench_tpcb_setup 1 "$PERMITS"
+bench_psql -c "INSERT INTO bulkhead_workload (name, max_running, max_queued, queue_timeout)
+               VALUES ('w', 4, 1000, '60s')"
+bench_wait_loaded w
+ungated3=$(printf '\\set x 1\nSELECT 1;\nSELECT 1;\nSELECT 1;\n' | bench_pgbench_script ungated3)
+bulkhead3=$(printf "\\\\set x 1\nSELECT bulkhead_acquire('w');\nSELECT 1;\nSELECT bulkhead_release('w');\n" |
+    bench_pgbench_script bulkhead3)
+
+# profile LABEL PGBENCH_ARGS...: one table row.  pgbench runs SECS + 3
+# seconds; perf samples SECS of them, from the 2nd on (connections made);
+# pgbench's per-transaction log tells how many transactions ended meanwhile.
+profile() {
+    local label=$1 data="$BENCH_DIR/perf.data" logs="$BENCH_DIR/profile-log" pgb t0 t1 tx tps
+    shift
+    bench_tpcb_reset
+    rm -rf "$logs" && mkdir "$logs" && chown postgres "$logs"
+    (cd "$logs" && runuser -u postgres -- "$BH_BINDIR/pgbench" -n -h "$BENCH_DIR" -p "$BENCH_PORT" \
+        -j 2 -T "$((SECS + 3))" -l --log-prefix="$logs/lat" "$@" postgres >"$logs/out" 2>&1) &
+    pgb=$!
+    sleep 2
+    t0=$EPOCHREALTIME
+    perf record -q -a -e cpu-clock -F "$HZ" -o "$data" -- sleep "$SECS" >/dev/null 2>&1
+    t1=$EPOCHREALTIME
+    wait "$pgb" || { tail -n 5 "$logs/out" >&2; bh_die "pgbench failed: $*"; }
+    # log columns 5 and 6: when the transaction ended, in s and us
+    tx=$(cat "$logs"/lat.* | awk -v a="$t0" -v b="$t1" '{ t = $5 + $6 / 1e6 } t >= a && t < b { n++ } END { print n + 0 }')
+    tps=$(awk '/^tps = / { printf "%.0f", $3 }' "$logs/out")
+    [ "$tx" -gt 0 ] || bh_die "no transaction ended under perf: $*"
+    # samples by process name and shared object -> CPU microseconds per
+    # transaction (the rate of transactions is taken over the window, which
+    # holds perf's own start and stop besides the sampled seconds)
+    perf report -i "$data" --no-children --sort comm,dso -g none -q -n 2>/dev/null |
+        awk -v rate="$(awk -v n="$tx" -v a="$t0" -v b="$t1" 'BEGIN { print n / (b - a) }')" \
+            -v ncpu="$(nproc)" -v label="$label" -v tps="$tps" '
+            { n = $2; comm = $3; dso = $4; total += n
+              if (comm == "swapper") idle += n
+              else if (comm == "pgbench") client += n
+              else if (comm == "postgres" && dso == "bulkhead.so") bh += n
+              else if (comm == "postgres" && dso == "[kernel.kallsyms]") kern += n
+              else if (comm == "postgres") user += n
+              else other += n }
+            # share of the samples x CPUs = CPU seconds per second; per transaction:
+            function us(n) { return sprintf("%.0f", n / total * ncpu * 1e6 / rate) }
+            END { printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", label, tps,
+                         us(user), us(kern), us(bh), us(client), us(idle), us(other) }'
+    rm -f "$data"
+}
+
+bench_header "Where the CPU goes (perf, ${SECS} s per run)"
+bench_settings
+echo
+echo "Command: \`bash test/bench/profile.sh $PERMITS $SECS\`: \`perf record -a -e cpu-clock -F $HZ\` for $SECS s in the middle of each pgbench run (-j 2), once its connections are made; the samples, divided by the transactions committed meanwhile, are CPU microseconds per transaction."
+echo
+echo "| run | TPS | server code µs/tx | kernel for the server µs/tx | bulkhead.so µs/tx | pgbench µs/tx | idle µs/tx | other µs/tx |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+profile "overload: ungated, 2 clients" -M simple -c 2 -b tpcb-like
+profile "overload: bulkhead.workload B=$PERMITS, 128 clients" -M simple -c 128 -U gated -b tpcb-like
+profile "overload: ungated, 128 clients" -M simple -c 128 -b tpcb-like
+profile "contended: ungated SELECT 1 ×3, 64 clients" -M prepared -c 64 -f "$ungated3"
+profile "contended: bulkhead B=4, 4 clients (no queue)" -M prepared -c 4 -f "$bulkhead3"
+profile "contended: bulkhead B=4, 64 clients" -M prepared -c 64 -f "$bulkhead3"
+echo
+echo "(Server code: the postgres binary and the libraries it calls, bulkhead.so apart. Idle: the CPUs had nothing to run.)"
