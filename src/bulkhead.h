@@ -179,8 +179,15 @@ extern BulkheadShared *bulkhead_shared;
 extern void bulkhead_shmem_request(void);
 extern void bulkhead_shmem_startup(void);
 extern void bulkhead_check_loaded(void);
-extern BulkheadEntry *bulkhead_backend_entries(int procno);
 extern int	bulkhead_find_slot(const char *name);
+
+/* The permit entries of the backend that uses PGPROC number procno */
+static inline BulkheadEntry *
+bulkhead_backend_entries(int procno)
+{
+	Assert(procno >= 0 && procno < bulkhead_shared->nbackends);
+	return &bulkhead_shared->entries[procno * bulkhead_shared->permits_per_backend];
+}
 
 /* functions.c */
 extern void bulkhead_workload_name_arg(FunctionCallInfo fcinfo, int argno, char *name);
@@ -204,7 +211,15 @@ typedef struct BulkheadWakeups
 } BulkheadWakeups;
 
 extern void bulkhead_grant_waiters(BulkheadSlot *slot, BulkheadWakeups *wakeups);
-extern void bulkhead_wake(BulkheadWakeups *wakeups);
+extern void bulkhead_wake_all(BulkheadWakeups *wakeups);
+
+/* Wake what bulkhead_grant_waiters() recorded (after the slot lock) */
+static inline void
+bulkhead_wake(BulkheadWakeups *wakeups)
+{
+	if (wakeups->n > 0)
+		bulkhead_wake_all(wakeups);
+}
 extern void bulkhead_unlink_entry(BulkheadSlot *slot, BulkheadEntry *entry);
 extern bool bulkhead_waiting(void);
 
@@ -222,6 +237,7 @@ typedef struct BulkheadLocalPermit
 } BulkheadLocalPermit;
 
 extern BulkheadLocalPermit *bulkhead_local;
+extern int	bulkhead_nheld;		/* how many of bulkhead_local[] are held */
 extern void bulkhead_backend_init(void);
 extern void bulkhead_register_callbacks(void);
 extern int	bulkhead_free_local_index(void);

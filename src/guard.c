@@ -62,6 +62,9 @@ static GuardSetting guards[NUM_GUARDS] = {
 	{"idle_session_timeout", &IdleSessionTimeout},
 };
 
+/* How many of guards[] are active (lets the common case skip the loop) */
+static int	active_guards = 0;
+
 /* The guard a permit puts on one setting, in ms, or <= 0 for none */
 static int
 guard_of(const BulkheadLocalPermit *permit, GuardKind kind)
@@ -168,6 +171,11 @@ bulkhead_apply_guards(BulkheadLocalPermit *permit)
 	bool		local = permit->scope != BULKHEAD_SCOPE_SESSION;
 	int			kind;
 
+	/* the common case, a workload without guards: nothing to combine */
+	if (permit->statement_timeout_ms <= 0 && permit->lock_timeout_ms <= 0 &&
+		permit->idle_timeout_ms <= 0)
+		return;
+
 	for (kind = 0; kind < NUM_GUARDS; kind++)
 	{
 		GuardSetting *g = &guards[kind];
@@ -185,6 +193,7 @@ bulkhead_apply_guards(BulkheadLocalPermit *permit)
 			g->base_string = (reset && strcmp(base, reset) == 0) ? NULL :
 				MemoryContextStrdup(TopMemoryContext, base);
 			g->active = true;
+			active_guards++;
 		}
 		set_guard_ms(g, wanted, local);
 		if (!local)
@@ -198,6 +207,8 @@ bulkhead_restore_session_guards(void)
 {
 	int			kind;
 
+	if (active_guards == 0)
+		return;
 	for (kind = 0; kind < NUM_GUARDS; kind++)
 	{
 		GuardSetting *g = &guards[kind];
@@ -211,6 +222,7 @@ bulkhead_restore_session_guards(void)
 		{
 			/* the user (or a rollback) changed it: leave it alone */
 			g->active = false;
+			active_guards--;
 		}
 		else
 		{
@@ -235,6 +247,7 @@ bulkhead_restore_session_guards(void)
 			}
 			set_guard(g, g->base_string, false);
 			g->active = false;
+			active_guards--;
 		}
 		if (g->base_string)
 			pfree(g->base_string);

@@ -67,6 +67,10 @@ typedef struct SlotCacheEntry
 
 static HTAB *slot_cache = NULL;
 
+/* The last name looked up, in front of slot_cache (a loop names one workload) */
+static char last_name[NAMEDATALEN];
+static int	last_slot = -1;
+
 static BulkheadEntry *
 my_entry(int local_index)
 {
@@ -113,9 +117,15 @@ lookup_slot(const char *name, bool use_cache)
 
 	if (use_cache)
 	{
+		if (last_slot >= 0 && strcmp(last_name, name) == 0)
+			return last_slot;
 		ce = hash_search(slot_cache, name, HASH_FIND, NULL);
 		if (ce)
+		{
+			strlcpy(last_name, name, NAMEDATALEN);
+			last_slot = ce->slot;
 			return ce->slot;
+		}
 	}
 
 	slot = bulkhead_find_slot(name);
@@ -126,6 +136,8 @@ lookup_slot(const char *name, bool use_cache)
 	}
 	else
 		hash_search(slot_cache, name, HASH_REMOVE, NULL);
+	strlcpy(last_name, name, NAMEDATALEN);
+	last_slot = slot;
 	return slot;
 }
 
@@ -205,7 +217,7 @@ bulkhead_grant_waiters(BulkheadSlot *slot, BulkheadWakeups *wakeups)
  * tolerates.
  */
 void
-bulkhead_wake(BulkheadWakeups *wakeups)
+bulkhead_wake_all(BulkheadWakeups *wakeups)
 {
 	int			i;
 
@@ -294,6 +306,7 @@ record_grant(BulkheadSlot *slot, int slotno, int local_index,
 	bulkhead_stats_add_wait(&slot->stats, waited);
 
 	permit->held = true;
+	bulkhead_nheld++;
 	permit->scope = scope;
 	/* an automatic permit belongs to the top-level transaction */
 	permit->subid = scope == BULKHEAD_SCOPE_AUTO ? TopSubTransactionId :
@@ -346,7 +359,7 @@ bulkhead_acquire_permit(const char *name, int64 timeout_us,
 	BulkheadShared *shared = bulkhead_shared;
 	BulkheadSlot *slot;
 	BulkheadEntry *entry;
-	BulkheadConfig config;		/* copy for error messages */
+	BulkheadConfig config;		/* copy, for use after the lock is released */
 	int			slotno;
 	int			li;
 	bool		roles_checked = false;
@@ -407,7 +420,10 @@ retry:
 		}
 		report_unknown_workload(name);
 	}
-	config = slot->config;
+	/* the role names (1 KiB) are copied only for the role check */
+	memcpy(&config, &slot->config, offsetof(BulkheadConfig, roles));
+	if (config.nroles > 0 && !roles_checked)
+		memcpy(config.roles, slot->config.roles, sizeof(config.roles[0]) * config.nroles);
 	if (use_default_timeout)
 		timeout_us = config.queue_timeout_us;
 
@@ -547,7 +563,8 @@ bulkhead_release_entry(int li)
 	slot->stats.released++;
 	bulkhead_stats_add_hold(&slot->stats, now > entry->since ? now - entry->since : 0);
 	bulkhead_unlink_entry(slot, entry);
-	bulkhead_grant_waiters(slot, &wakeups);
+	if (!entry_list_is_empty(&slot->waiters))
+		bulkhead_grant_waiters(slot, &wakeups);
 	drained = slot_drained(slot);
 	LWLockRelease(slot->lock);
 	bulkhead_wake(&wakeups);
@@ -555,6 +572,7 @@ bulkhead_release_entry(int li)
 		bulkhead_signal_worker();
 
 	permit->held = false;
+	bulkhead_nheld--;
 }
 
 /*
@@ -578,7 +596,8 @@ bulkhead_wait_cleanup(void)
 	LWLockAcquire(slot->lock, LW_EXCLUSIVE);
 	slot->stats.cancelled++;
 	bulkhead_unlink_entry(slot, entry);
-	bulkhead_grant_waiters(slot, &wakeups);
+	if (!entry_list_is_empty(&slot->waiters))
+		bulkhead_grant_waiters(slot, &wakeups);
 	drained = slot_drained(slot);
 	LWLockRelease(slot->lock);
 	bulkhead_wake(&wakeups);

@@ -20,6 +20,9 @@
 
 BulkheadLocalPermit *bulkhead_local = NULL;
 
+/* How many of bulkhead_local[] are held: lets the common cases skip a loop */
+int			bulkhead_nheld = 0;
+
 /* A committed change of bulkhead_workload must wake the worker */
 static bool reload_at_commit = false;
 
@@ -103,6 +106,8 @@ bulkhead_local_index_by_slot(int slot)
 {
 	int			i;
 
+	if (bulkhead_nheld == 0)
+		return -1;
 	for (i = 0; i < bulkhead_shared->permits_per_backend; i++)
 		if (bulkhead_local[i].held && bulkhead_local[i].workload == slot)
 			return i;
@@ -114,7 +119,7 @@ bulkhead_local_index_by_name(const char *name)
 {
 	int			i;
 
-	if (bulkhead_local == NULL)
+	if (bulkhead_local == NULL || bulkhead_nheld == 0)
 		return -1;
 	for (i = 0; i < bulkhead_shared->permits_per_backend; i++)
 		if (bulkhead_local[i].held && strcmp(bulkhead_local[i].name, name) == 0)
@@ -171,6 +176,8 @@ holds_transaction_permit(void)
 {
 	int			i;
 
+	if (bulkhead_nheld == 0)
+		return false;
 	for (i = 0; i < bulkhead_shared->permits_per_backend; i++)
 		if (bulkhead_local[i].held &&
 			bulkhead_local[i].scope == BULKHEAD_SCOPE_XACT)
@@ -184,7 +191,7 @@ release_transaction_permits(bool only_subxact, SubTransactionId subid)
 {
 	int			i;
 
-	for (i = 0; i < bulkhead_shared->permits_per_backend; i++)
+	for (i = 0; i < bulkhead_shared->permits_per_backend && bulkhead_nheld > 0; i++)
 	{
 		BulkheadLocalPermit *permit = &bulkhead_local[i];
 
@@ -249,7 +256,7 @@ bulkhead_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 			break;
 		case SUBXACT_EVENT_COMMIT_SUB:
 			/* the parent takes over, as with advisory locks */
-			for (i = 0; i < bulkhead_shared->permits_per_backend; i++)
+			for (i = 0; i < bulkhead_shared->permits_per_backend && bulkhead_nheld > 0; i++)
 				if (bulkhead_local[i].held && bulkhead_local[i].subid == mySubid)
 					bulkhead_local[i].subid = parentSubid;
 			break;

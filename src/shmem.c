@@ -133,14 +133,6 @@ bulkhead_check_loaded(void)
 				 errhint("Add bulkhead to the \"shared_preload_libraries\" setting and restart the server.")));
 }
 
-/* The permit entries of the backend that uses PGPROC number procno */
-BulkheadEntry *
-bulkhead_backend_entries(int procno)
-{
-	Assert(procno >= 0 && procno < bulkhead_shared->nbackends);
-	return &bulkhead_shared->entries[procno * bulkhead_shared->permits_per_backend];
-}
-
 /*
  * Slot index of the defined workload called name, or -1.  The result is a
  * hint: the caller re-checks defined and name under the slot's lock.
