@@ -18,26 +18,7 @@ if bench_quick; then WINDOW=${1:-1}; ROUNDS=${2:-1}; SIZES=(5 50); else WINDOW=$
 
 bench_prepare
 bench_cluster_start "max_connections = 520"
-bench_psql <<'SQL'
-INSERT INTO bulkhead_workload (name, max_running, max_queued, queue_timeout)
-VALUES ('handoff', 1, 1000, '1h');
-CREATE FUNCTION handoff_loop() RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE
-    n bigint := 0;
-BEGIN
-    BEGIN
-        LOOP
-            PERFORM bulkhead_acquire('handoff');
-            PERFORM bulkhead_release('handoff');
-            n := n + 1;
-        END LOOP;
-    EXCEPTION WHEN query_canceled THEN
-        PERFORM bulkhead_release_all();
-    END;
-    RETURN n;
-END
-$$;
-SQL
+bench_psql <"$here/handoff_loop.sql"
 bench_wait_loaded handoff
 loop_script=$(printf '\\set x 1\nSELECT handoff_loop();\n' | bench_pgbench_script handoff)
 

@@ -6,7 +6,7 @@ set terminal pngcairo size 900,560 font "DejaVu Sans,11"
 set datafile commentschars "#"
 set logscale x 2
 set xlabel "pgbench clients"
-set key outside right top
+set key below maxcols 3 height 1
 set grid
 set style data linespoints
 array names[5] = ["ungated", "DIY semaphore (advisory locks)", "PgBouncer (transaction pool)", "bulkhead (bulkhead\\_acquire\\_xact)", "bulkhead (bulkhead.workload)"]

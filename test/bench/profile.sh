@@ -10,7 +10,9 @@
 #              at 128 clients;
 #   contended: the three statements of contended.sh (SELECT 1 as the work),
 #              ungated at 64 clients, and bulkhead (B = 4) at 4 clients (no
-#              queue) and at 64 clients.
+#              queue) and at 64 clients;
+#   hand-off:  the loops of handoff.sh with 5 and with 500 backends queued
+#              on one permit (per grant rather than per transaction).
 #
 #   bash test/bench/profile.sh [PERMITS [SECONDS]]   (as root; default 2 10)
 set -euo pipefail
@@ -23,20 +25,44 @@ HZ=999
 
 BH_PACKAGES+=(linux-perf)
 bench_prepare
-bench_cluster_start "max_connections = 300"
+bench_cluster_start "max_connections = 520"
 bench_tpcb_setup 1 "$PERMITS"
 bench_psql -c "INSERT INTO bulkhead_workload (name, max_running, max_queued, queue_timeout)
                VALUES ('w', 4, 1000, '60s')"
+bench_psql <"$here/handoff_loop.sql"
 bench_wait_loaded w
+bench_wait_loaded handoff
+handoff_script=$(printf '\\set x 1\nSELECT handoff_loop();\n' | bench_pgbench_script handoff)
 ungated3=$(printf '\\set x 1\nSELECT 1;\nSELECT 1;\nSELECT 1;\n' | bench_pgbench_script ungated3)
 bulkhead3=$(printf "\\\\set x 1\nSELECT bulkhead_acquire('w');\nSELECT 1;\nSELECT bulkhead_release('w');\n" |
     bench_pgbench_script bulkhead3)
 
-# profile LABEL PGBENCH_ARGS...: one table row.  pgbench runs SECS + 3
-# seconds; perf samples SECS of them, from the 2nd on (connections made);
-# pgbench's per-transaction log tells how many transactions ended meanwhile.
+# perf_row LABEL RATE_SHOWN RATE PERF_DATA: one table row.  The samples, by
+# process name and shared object, become CPU microseconds per transaction:
+# each category's share of the samples times the CPUs is CPU seconds per
+# second, divided by RATE (transactions per second over the sampling window,
+# which holds perf's own start and stop besides the sampled seconds).
+perf_row() {
+    perf report -i "$4" --no-children --sort comm,dso -g none -q -n 2>/dev/null |
+        awk -v rate="$3" -v ncpu="$(nproc)" -v label="$1" -v shown="$2" '
+            { n = $2; comm = $3; dso = $4; total += n
+              if (comm == "swapper") idle += n
+              else if (comm == "pgbench") client += n
+              else if (comm == "postgres" && dso == "bulkhead.so") bh += n
+              else if (comm == "postgres" && dso == "[kernel.kallsyms]") kern += n
+              else if (comm == "postgres") user += n
+              else other += n }
+            function us(n) { return sprintf("%.0f", n / total * ncpu * 1e6 / rate) }
+            END { printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", label, shown,
+                         us(user), us(kern), us(bh), us(client), us(idle), us(other) }'
+    rm -f "$4"
+}
+
+# profile LABEL PGBENCH_ARGS...: one row for a pgbench run of SECS + 3
+# seconds; perf samples SECS of them, from the 2nd on (connections made),
+# and pgbench's per-transaction log tells how many ended meanwhile.
 profile() {
-    local label=$1 data="$BENCH_DIR/perf.data" logs="$BENCH_DIR/profile-log" pgb t0 t1 tx tps
+    local label=$1 data="$BENCH_DIR/perf.data" logs="$BENCH_DIR/profile-log" pgb t0 t1 tx
     shift
     bench_tpcb_reset
     rm -rf "$logs" && mkdir "$logs" && chown postgres "$logs"
@@ -50,26 +76,32 @@ profile() {
     wait "$pgb" || { tail -n 5 "$logs/out" >&2; bh_die "pgbench failed: $*"; }
     # log columns 5 and 6: when the transaction ended, in s and us
     tx=$(cat "$logs"/lat.* | awk -v a="$t0" -v b="$t1" '{ t = $5 + $6 / 1e6 } t >= a && t < b { n++ } END { print n + 0 }')
-    tps=$(awk '/^tps = / { printf "%.0f", $3 }' "$logs/out")
     [ "$tx" -gt 0 ] || bh_die "no transaction ended under perf: $*"
-    # samples by process name and shared object -> CPU microseconds per
-    # transaction (the rate of transactions is taken over the window, which
-    # holds perf's own start and stop besides the sampled seconds)
-    perf report -i "$data" --no-children --sort comm,dso -g none -q -n 2>/dev/null |
-        awk -v rate="$(awk -v n="$tx" -v a="$t0" -v b="$t1" 'BEGIN { print n / (b - a) }')" \
-            -v ncpu="$(nproc)" -v label="$label" -v tps="$tps" '
-            { n = $2; comm = $3; dso = $4; total += n
-              if (comm == "swapper") idle += n
-              else if (comm == "pgbench") client += n
-              else if (comm == "postgres" && dso == "bulkhead.so") bh += n
-              else if (comm == "postgres" && dso == "[kernel.kallsyms]") kern += n
-              else if (comm == "postgres") user += n
-              else other += n }
-            # share of the samples x CPUs = CPU seconds per second; per transaction:
-            function us(n) { return sprintf("%.0f", n / total * ncpu * 1e6 / rate) }
-            END { printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", label, tps,
-                         us(user), us(kern), us(bh), us(client), us(idle), us(other) }'
-    rm -f "$data"
+    perf_row "$label" "$(awk '/^tps = / { printf "%.0f", $3 }' "$logs/out")" \
+        "$(awk -v n="$tx" -v a="$t0" -v b="$t1" 'BEGIN { print n / (b - a) }')" "$data"
+}
+
+# profile_handoff N: one table row for N backends in a hand-off loop on one
+# permit (the loop of handoff.sh); per grant instead of per transaction
+profile_handoff() {
+    local n=$1 data="$BENCH_DIR/perf.data" pgb a0 a1 t0 t1 i
+    runuser -u postgres -- "$BH_BINDIR/pgbench" -n -h "$BENCH_DIR" -p "$BENCH_PORT" \
+        -c "$n" -j 2 -t 1 -f "$handoff_script" postgres >"$BENCH_DIR/handoff.out" 2>&1 &
+    pgb=$!
+    for i in $(seq 600); do
+        [ "$(bench_psql -tAc "SELECT count(*) FROM bulkhead_activity WHERE workload = 'handoff'")" -ge $((n - 3)) ] && break
+        sleep 0.1
+    done
+    a0=$(bench_psql -tAc "SELECT acquired FROM bulkhead_stats WHERE workload = 'handoff'")
+    t0=$EPOCHREALTIME
+    perf record -q -a -e cpu-clock -F "$HZ" -o "$data" -- sleep "$SECS" >/dev/null 2>&1
+    t1=$EPOCHREALTIME
+    a1=$(bench_psql -tAc "SELECT acquired FROM bulkhead_stats WHERE workload = 'handoff'")
+    bench_psql -tAc "SELECT count(pg_cancel_backend(pid)) FROM pg_stat_activity WHERE query LIKE 'SELECT handoff_loop%'" >/dev/null
+    wait "$pgb" || { tail -n 5 "$BENCH_DIR/handoff.out" >&2; bh_die "hand-off loops failed"; }
+    perf_row "hand-off: $n backends queued on B=1 (per grant)" \
+        "$(awk -v n="$((a1 - a0))" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", n / (b - a) }')" \
+        "$(awk -v n="$((a1 - a0))" -v a="$t0" -v b="$t1" 'BEGIN { print n / (b - a) }')" "$data"
 }
 
 bench_header "Where the CPU goes (perf, ${SECS} s per run)"
@@ -77,7 +109,7 @@ bench_settings
 echo
 echo "Command: \`bash test/bench/profile.sh $PERMITS $SECS\`: \`perf record -a -e cpu-clock -F $HZ\` for $SECS s in the middle of each pgbench run (-j 2), once its connections are made; the samples, divided by the transactions committed meanwhile, are CPU microseconds per transaction."
 echo
-echo "| run | TPS | server code µs/tx | kernel for the server µs/tx | bulkhead.so µs/tx | pgbench µs/tx | idle µs/tx | other µs/tx |"
+echo "| run | TPS (grants/s for the hand-off) | server code µs/tx | kernel for the server µs/tx | bulkhead.so µs/tx | pgbench µs/tx | idle µs/tx | other µs/tx |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|"
 profile "overload: ungated, 2 clients" -M simple -c 2 -b tpcb-like
 profile "overload: bulkhead.workload B=$PERMITS, 128 clients" -M simple -c 128 -U gated -b tpcb-like
@@ -85,5 +117,7 @@ profile "overload: ungated, 128 clients" -M simple -c 128 -b tpcb-like
 profile "contended: ungated SELECT 1 ×3, 64 clients" -M prepared -c 64 -f "$ungated3"
 profile "contended: bulkhead B=4, 4 clients (no queue)" -M prepared -c 4 -f "$bulkhead3"
 profile "contended: bulkhead B=4, 64 clients" -M prepared -c 64 -f "$bulkhead3"
+profile_handoff 5
+profile_handoff 500
 echo
 echo "(Server code: the postgres binary and the libraries it calls, bulkhead.so apart. Idle: the CPUs had nothing to run.)"
