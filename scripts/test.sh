@@ -82,20 +82,10 @@ count_prove() {    # count_prove LOG -> "passed failed"
     echo "$((files - bad)) $bad"
 }
 
-# A suite with a runner script of its own (test/<name>/run.sh): it installs
-# what it needs, builds, runs its servers and ends with "N passed, N failed".
-run_script_phase() {    # run_script_phase NAME
-    local name=$1 log="$WORK/$1.out" t0 rc p f
-    bh_say "$name: test/$name/run.sh"
-    t0=$(bh_now_us)
-    set +e
-    bash "$BUILD/test/$name/run.sh" 2>&1 | tee "$log"
-    rc=${PIPESTATUS[0]}
-    set -e
-    timed "$name" "$t0"
-    read -r p f < <(sed -n 's/^\([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed$/\1 \2/p' "$log" | tail -n 1)
-    p=${p:-0}
-    f=${f:-0}
+# Count one suite's results: record_phase NAME PASSED FAILED EXIT_STATUS
+# (a failing exit status without a failed test counts as one failure)
+record_phase() {
+    local name=$1 p=${2:-0} f=${3:-0} rc=$4
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
         bh_warn "$name: exit $rc without a failed test: counted as 1 failure"
         f=1
@@ -107,21 +97,22 @@ run_script_phase() {    # run_script_phase NAME
     bh_say "$name: $p passed, $f failed, $(bh_fmt_us "${TIMING_US[-1]}")"
 }
 
-# The benchmarks' smoke run: one test, passed if every scenario ran through
-run_bench_phase() {
-    local t0 rc
-    bh_say "bench: test/bench/run --quick"
+# A suite with a runner script of its own (by default test/<name>/run.sh):
+# it installs what it needs, builds, runs its servers and ends with
+# "N passed, N failed".
+run_script_phase() {    # run_script_phase NAME [SCRIPT [ARGS...]]
+    local name=$1 log="$WORK/$1.out" t0 rc p f
+    local -a cmd=("${@:2}")
+    [ ${#cmd[@]} -gt 0 ] || cmd=("test/$name/run.sh")
+    bh_say "$name: ${cmd[*]}"
     t0=$(bh_now_us)
     set +e
-    bash "$BUILD/test/bench/run" --quick 2>&1 | tee "$WORK/bench.out"
+    bash "$BUILD/${cmd[0]}" "${cmd[@]:1}" 2>&1 | tee "$log"
     rc=${PIPESTATUS[0]}
     set -e
-    timed bench "$t0"
-    PASSED[bench]=$((rc == 0 ? 1 : 0))
-    FAILED[bench]=$((rc == 0 ? 0 : 1))
-    TOTAL_PASSED=$((TOTAL_PASSED + PASSED[bench]))
-    TOTAL_FAILED=$((TOTAL_FAILED + FAILED[bench]))
-    bh_say "bench: ${PASSED[bench]} passed, ${FAILED[bench]} failed, $(bh_fmt_us "${TIMING_US[-1]}")"
+    timed "$name" "$t0"
+    read -r p f < <(sed -n 's/^\([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed$/\1 \2/p' "$log" | tail -n 1)
+    record_phase "$name" "$p" "$f" "$rc"
 }
 
 run_phase() {    # run_phase NAME: one suite, via make installcheck as postgres
@@ -143,15 +134,7 @@ run_phase() {    # run_phase NAME: one suite, via make installcheck as postgres
     timed "$name" "$t0"
     if [ "$name" = tap ]; then counts=$(count_prove "$log"); else counts=$(count_pg_regress "$log"); fi
     read -r p f <<<"$counts"
-    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-        bh_warn "$name: make installcheck failed (exit $rc) without a failed test: counted as 1 failure"
-        f=1
-    fi
-    PASSED[$name]=$p
-    FAILED[$name]=$f
-    TOTAL_PASSED=$((TOTAL_PASSED + p))
-    TOTAL_FAILED=$((TOTAL_FAILED + f))
-    bh_say "$name: $p passed, $f failed, $(bh_fmt_us "${TIMING_US[-1]}")"
+    record_phase "$name" "$p" "$f" "$rc"
 }
 
 show_tail() {    # show_tail FILE LINES
@@ -262,7 +245,7 @@ chown -R postgres:postgres "$BUILD"
 for phase in "${PHASES[@]}"; do
     case $phase in
         regress|isolation|tap) run_phase "$phase" ;;
-        bench) run_bench_phase ;;
+        bench) run_script_phase bench test/bench/run --quick ;;
         *) run_script_phase "$phase" ;;
     esac
 done
