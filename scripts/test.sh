@@ -12,7 +12,7 @@
 # suites with runner scripts of their own (test/clients/run.sh: JDBC,
 # psycopg and PgBouncer; test/stress/run.sh: 48 clients for 60 s;
 # test/valgrind/run.sh: regress and isolation with the servers under valgrind);
-# and a smoke run of the benchmarks (test/bench/run --quick, about a minute,
+# and a smoke run of the benchmarks (test/bench/run --quick, about 90 s,
 # counted as one test) so that they cannot rot.
 #
 # It prints the diffs and server logs of what failed, the time each phase
