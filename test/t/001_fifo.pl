@@ -37,10 +37,12 @@ for my $i (1 .. 3)
 	send_async($s,
 		"SELECT bulkhead_acquire('w'); INSERT INTO grants (who) VALUES ('w$i');"
 	);
+	# queued, and asleep on its latch (an entry is queued just before the
+	# backend reaches WaitLatch)
 	ok( poll_until(
 			$node,
-			"SELECT count(*) = $i FROM bulkhead_activity"
-			  . " WHERE workload = 'w' AND state = 'queued'"),
+			"SELECT count(*) = $i FROM bulkhead_activity a JOIN pg_stat_activity p USING (pid)"
+			  . " WHERE a.workload = 'w' AND a.state = 'queued' AND p.wait_event_type = 'Extension'"),
 		"waiter w$i is queued");
 }
 

@@ -64,7 +64,8 @@ is(sql($h, "SELECT bulkhead_acquire('one')"), '', 'H holds the only permit');
 for my $i (0 .. $#w)
 {
 	send_async($w[$i], "SELECT bulkhead_acquire('one');");
-	mpoll("SELECT count(*) = 1 FROM bulkhead_activity WHERE pid = $wpid[$i] AND state = 'queued'")
+	mpoll("SELECT count(*) = 1 FROM bulkhead_activity a JOIN pg_stat_activity p USING (pid)"
+		  . " WHERE pid = $wpid[$i] AND a.state = 'queued' AND p.wait_event_type = 'Extension'")
 	  or BAIL_OUT("waiter $i never queued");
 }
 pass("$nwaiters callers queued one after the other");
