@@ -42,7 +42,10 @@ send_async($monitor, q{
 			INSERT INTO samples SELECT running, queued FROM bulkhead_stats WHERE workload = 'reporting';
 			PERFORM pg_sleep(0.002);
 			PERFORM pg_stat_clear_snapshot();
-			EXIT WHEN i > 50 AND (SELECT count(*) FROM pg_stat_activity WHERE usename = 'reporter') = 0;
+			-- done once pgbench's clients have run and gone (not before they came)
+			EXIT WHEN i > 50
+				AND (SELECT acquired > 0 FROM bulkhead_stats WHERE workload = 'reporting')
+				AND (SELECT count(*) FROM pg_stat_activity WHERE usename = 'reporter') = 0;
 		END LOOP;
 	END $$;
 });
