@@ -206,7 +206,7 @@ SELECT bulkhead_acquire_xact('busy', '10 ms');
 \echo :LAST_ERROR_SQLSTATE
 SELECT bulkhead_try_acquire('busy', '1 microsecond');
 SELECT bulkhead_try_acquire_xact('busy', '10 ms');
-SET statement_timeout = '150ms';
+SET statement_timeout = '500ms';    -- long enough for every acquire to queue first, under valgrind too
 SELECT bulkhead_acquire('busy');                         -- queue_timeout 100 years
 \echo :LAST_ERROR_SQLSTATE
 SELECT bulkhead_acquire('busy', NULL);

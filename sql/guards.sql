@@ -2,8 +2,8 @@
 -- guards: the workload's timeouts apply while a permit is held
 --
 INSERT INTO bulkhead_workload (name, max_running, statement_timeout, lock_timeout, idle_timeout)
-VALUES ('guarded', 2, '150ms', '2s', '1min'),
-       ('tight', 2, '50ms', NULL, NULL),
+VALUES ('guarded', 2, '600ms', '2s', '1min'),
+       ('tight', 2, '250ms', NULL, NULL),
        ('plain', 2, NULL, NULL, NULL);
 SELECT bh_wait($$(SELECT count(*) FROM bulkhead_stats) = 3$$);
 
@@ -44,7 +44,7 @@ SELECT bulkhead_release('guarded');
 SELECT * FROM timeouts;
 
 -- the smaller of guard and session value applies
-SET statement_timeout = '100ms';
+SET statement_timeout = '400ms';
 SET lock_timeout = '5s';
 BEGIN;
 SELECT bulkhead_acquire_xact('guarded');
@@ -102,9 +102,12 @@ ALTER ROLE CURRENT_USER RESET lock_timeout;
 CREATE ROLE bh_analyst;
 CREATE ROLE bh_outsider;
 CREATE ROLE bh_reporting;
-UPDATE bulkhead_workload SET roles = '{bh_reporting, bh_no_such_role}' WHERE name = 'plain';
+-- roles are not shown in bulkhead_stats: max_running, changed in the same row
+-- and loaded with them, tells when they are in
+UPDATE bulkhead_workload SET roles = '{bh_reporting, bh_no_such_role}', max_running = 3
+ WHERE name = 'plain';
 
-SELECT pg_sleep(1.5);  -- roles are not shown in bulkhead_stats: give the worker time
+SELECT bh_wait($$(SELECT max_running = 3 FROM bulkhead_stats WHERE workload = 'plain')$$);
 SET ROLE bh_outsider;
 SELECT bulkhead_acquire('plain');
 \echo :LAST_ERROR_SQLSTATE
