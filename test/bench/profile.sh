@@ -111,16 +111,15 @@ echo "Command: \`bash test/bench/profile.sh $PERMITS $SECS\`: \`perf record -a -
 echo
 echo "| run | TPS (grants/s for the hand-off) | server code µs/tx | kernel for the server µs/tx | bulkhead.so µs/tx | pgbench µs/tx | idle µs/tx | other µs/tx |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|"
-# the smoke run keeps one row of each kind: every function and script runs
-if ! bench_quick; then profile "overload: ungated, 2 clients" -M simple -c 2 -b tpcb-like; fi
+# full CMD...: CMD, except in the smoke run, which keeps one row of each kind
+full() { bench_quick || "$@"; }
+full profile "overload: ungated, 2 clients" -M simple -c 2 -b tpcb-like
 profile "overload: bulkhead.workload B=$PERMITS, 128 clients" -M simple -c 128 -U gated -b tpcb-like
-if ! bench_quick; then
-    profile "overload: ungated, 128 clients" -M simple -c 128 -b tpcb-like
-    profile "contended: ungated SELECT 1 ×3, 64 clients" -M prepared -c 64 -f "$ungated3"
-    profile "contended: bulkhead B=4, 4 clients (no queue)" -M prepared -c 4 -f "$bulkhead3"
-fi
+full profile "overload: ungated, 128 clients" -M simple -c 128 -b tpcb-like
+full profile "contended: ungated SELECT 1 ×3, 64 clients" -M prepared -c 64 -f "$ungated3"
+full profile "contended: bulkhead B=4, 4 clients (no queue)" -M prepared -c 4 -f "$bulkhead3"
 profile "contended: bulkhead B=4, 64 clients" -M prepared -c 64 -f "$bulkhead3"
 profile_handoff 5
-if ! bench_quick; then profile_handoff 500; fi
+full profile_handoff 500
 echo
 echo "(Server code: the postgres binary and the libraries it calls, bulkhead.so apart. Idle: the CPUs had nothing to run.)"
