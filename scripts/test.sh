@@ -45,6 +45,15 @@ esac
 
 bh_require_root
 
+# Two runs on one machine would install their builds over each other's
+# (the test servers load the extension from the server's own directories):
+# one waits for the other.
+exec 9>/tmp/bulkhead-test.lock
+if ! flock -n 9; then
+    bh_say "another scripts/test.sh runs on this machine: waiting for it"
+    flock 9
+fi
+
 bh_unset_libpq_env
 
 BUILD=

@@ -23,6 +23,12 @@ PG_FUNCTION_INFO_V1(bulkhead_activity);
 PG_FUNCTION_INFO_V1(bulkhead_stats_reset_all);
 PG_FUNCTION_INFO_V1(bulkhead_stats_reset);
 
+/*
+ * Room for every column of every version's bulkhead_stats.  Each version
+ * only appends columns, and a row is formed with the calling function's own
+ * result descriptor, so an installed 1.0 (24 columns) keeps working with
+ * this library: the columns it does not declare are left out.
+ */
 #define STATS_COLS		30
 
 #if PG_VERSION_NUM < 150000

@@ -1,0 +1,157 @@
+/* bulkhead--1.1.sql: the SQL interface of bulkhead 1.1 (full install) */
+
+\echo Use "CREATE EXTENSION bulkhead" to load this file. \quit
+
+-- Workload definitions: the table is the configuration API.  The background
+-- worker reads it in the database named by bulkhead.database; a committed
+-- change reaches shared memory within a second.
+CREATE TABLE @extschema@.bulkhead_workload (
+    name              text     PRIMARY KEY
+                      CONSTRAINT bulkhead_workload_name_length
+                      CHECK (octet_length(name) BETWEEN 1 AND 63),
+    max_running       integer  NOT NULL
+                      CONSTRAINT bulkhead_workload_max_running_positive
+                      CHECK (max_running >= 1),
+    max_queued        integer  NOT NULL DEFAULT 0
+                      CONSTRAINT bulkhead_workload_max_queued_nonnegative
+                      CHECK (max_queued >= 0),
+    queue_timeout     interval NOT NULL DEFAULT '5s'
+                      CONSTRAINT bulkhead_workload_queue_timeout_nonnegative
+                      CHECK (queue_timeout >= '0'),
+    statement_timeout interval
+                      CONSTRAINT bulkhead_workload_statement_timeout_nonnegative
+                      CHECK (statement_timeout >= '0'),
+    lock_timeout      interval
+                      CONSTRAINT bulkhead_workload_lock_timeout_nonnegative
+                      CHECK (lock_timeout >= '0'),
+    idle_timeout      interval
+                      CONSTRAINT bulkhead_workload_idle_timeout_nonnegative
+                      CHECK (idle_timeout >= '0'),
+    roles             text[]
+                      CONSTRAINT bulkhead_workload_roles_valid
+                      CHECK (roles IS NULL OR
+                             CASE WHEN array_ndims(roles) = 1
+                                  THEN cardinality(roles) BETWEEN 1 AND 16 AND
+                                       array_position(roles, NULL) IS NULL
+                                  ELSE false END),
+    mode              text     NOT NULL DEFAULT 'enforce'
+                      CONSTRAINT bulkhead_workload_mode_valid
+                      CHECK (mode IN ('enforce', 'shadow'))
+);
+
+COMMENT ON TABLE @extschema@.bulkhead_workload IS
+    'bulkhead workloads: execution permits (max_running) and admission queue (max_queued) per name';
+
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.bulkhead_workload', '');
+
+-- Refuses changes outside bulkhead.database and beyond bulkhead.max_workloads,
+-- and tells the worker to reload when the transaction commits.
+CREATE FUNCTION @extschema@.bulkhead_workload_changed()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'bulkhead_workload_changed'
+LANGUAGE C;
+
+CREATE TRIGGER bulkhead_workload_check
+    BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.bulkhead_workload
+    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.bulkhead_workload_changed();
+
+CREATE TRIGGER bulkhead_workload_notify
+    AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.bulkhead_workload
+    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.bulkhead_workload_changed();
+
+-- Permits
+
+CREATE FUNCTION @extschema@.bulkhead_acquire(workload text, timeout interval DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'bulkhead_acquire'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION @extschema@.bulkhead_acquire_xact(workload text, timeout interval DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'bulkhead_acquire_xact'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION @extschema@.bulkhead_try_acquire(workload text, timeout interval DEFAULT '0')
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'bulkhead_try_acquire'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION @extschema@.bulkhead_try_acquire_xact(workload text, timeout interval DEFAULT '0')
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'bulkhead_try_acquire_xact'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION @extschema@.bulkhead_release(workload text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'bulkhead_release'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION @extschema@.bulkhead_release_all()
+RETURNS integer
+AS 'MODULE_PATHNAME', 'bulkhead_release_all'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+-- Monitoring
+
+CREATE FUNCTION @extschema@.bulkhead_stats(
+    OUT workload text,
+    OUT mode text,
+    OUT max_running integer,
+    OUT max_queued integer,
+    OUT running integer,
+    OUT queued integer,
+    OUT acquired bigint,
+    OUT rejected_full bigint,
+    OUT timed_out bigint,
+    OUT cancelled bigint,
+    OUT released bigint,
+    OUT shadow_queued bigint,
+    OUT shadow_rejected bigint,
+    OUT peak_running integer,
+    OUT peak_queued integer,
+    OUT wait_time_total_ms double precision,
+    OUT wait_time_max_ms double precision,
+    OUT wait_p50_ms double precision,
+    OUT wait_p95_ms double precision,
+    OUT wait_p99_ms double precision,
+    OUT hold_time_total_ms double precision,
+    OUT hold_p50_ms double precision,
+    OUT hold_p99_ms double precision,
+    OUT stats_reset timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'bulkhead_stats'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE VIEW @extschema@.bulkhead_stats AS
+    SELECT * FROM @extschema@.bulkhead_stats();
+
+CREATE FUNCTION @extschema@.bulkhead_activity(
+    OUT pid integer,
+    OUT workload text,
+    OUT state text,
+    OUT scope text,
+    OUT since timestamptz,
+    OUT wait_ms double precision)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'bulkhead_activity'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE VIEW @extschema@.bulkhead_activity AS
+    SELECT * FROM @extschema@.bulkhead_activity();
+
+CREATE FUNCTION @extschema@.bulkhead_stats_reset()
+RETURNS void
+AS 'MODULE_PATHNAME', 'bulkhead_stats_reset_all'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION @extschema@.bulkhead_stats_reset(workload text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'bulkhead_stats_reset'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+-- Cumulative statistics are reset by the workloads' administrators only.
+REVOKE ALL ON FUNCTION @extschema@.bulkhead_stats_reset() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.bulkhead_stats_reset(text) FROM PUBLIC;
+
+GRANT SELECT ON @extschema@.bulkhead_stats TO PUBLIC;
+GRANT SELECT ON @extschema@.bulkhead_activity TO PUBLIC;
