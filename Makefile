@@ -24,16 +24,21 @@ DATA = sql/bulkhead--1.0.sql sql/bulkhead--1.1.sql sql/bulkhead--1.0--1.1.sql
 PG_CPPFLAGS = -I$(srcdir)/src
 PG_CFLAGS = -Wall -Werror
 
+# Test instances and databases are UTF8 with the C locale whatever the
+# caller's environment, so that expected output is the same for everyone
+# (multi-byte workload names, sorting, messages).
+FIXED_LOCALE = --encoding=UTF8 --no-locale
+
 # pg_regress: sql/<name>.sql against expected/<name>.out
 REGRESS = setup workload_table permits scopes guards errors stats transparent \
 	bad_input privileges
-REGRESS_OPTS = --temp-instance=./tmp_check_regress \
+REGRESS_OPTS = --temp-instance=./tmp_check_regress $(FIXED_LOCALE) \
 	--temp-config=$(srcdir)/test/regress.conf
 
 # isolation: test/specs/<name>.spec against test/expected/<name>.out
 ISOLATION = reject_full wait_timeout handoff cancel_waiter limit_raise \
 	xact_release session_kept shadow transparent_queue
-ISOLATION_OPTS = --inputdir=$(srcdir)/test \
+ISOLATION_OPTS = --inputdir=$(srcdir)/test $(FIXED_LOCALE) \
 	--temp-instance=./tmp_check_iso \
 	--temp-config=$(srcdir)/test/isolation.conf
 

@@ -20,10 +20,7 @@ SRC_DIR=$(dirname -- "$SCRIPT_DIR")
 
 bh_require_root
 
-# Our own server, our own connection settings.
-while IFS= read -r var; do
-    unset "$var"
-done < <(compgen -e | grep -E '^PG[A-Z]+$' || true)
+bh_reset_client_env
 
 WORK=
 PGPID=

@@ -6,6 +6,9 @@
 #                   overrides; default: Debian's PostgreSQL 15)
 #   BH_BINDIR       that server's bindir (initdb, pg_ctl, psql, ...)
 
+# shellcheck source=scripts/postgres.sh
+. "$(dirname -- "${BASH_SOURCE[0]}")/postgres.sh"
+
 BH_PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
 # shellcheck disable=SC2034  # used by demo.sh
 BH_BINDIR=/usr/lib/postgresql/15/bin
@@ -130,12 +133,18 @@ bh_stop_postmasters_under() {
 }
 
 # The suites start their own servers: stray libpq settings (PGHOST, PGPORT,
-# ...) must not steer them.
-bh_unset_libpq_env() {
+# ...) must not steer them, and every client speaks UTF-8 whatever the
+# caller's locale (the expected outputs hold multi-byte workload names).
+# Messages stay untranslated (as pg_regress and the TAP modules do it): a
+# German caller's locale must not reach psql or the servers' messages.
+bh_reset_client_env() {
     local var
     while IFS= read -r var; do
         unset "$var"
     done < <(compgen -e | grep -E '^PG[A-Z]+$' || true)
+    export PGCLIENTENCODING=UTF8
+    unset LANGUAGE LC_ALL
+    export LC_MESSAGES=C
 }
 
 # The scratch directory $WORK of a test script: bh_cleanup_work (set as the

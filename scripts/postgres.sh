@@ -97,6 +97,7 @@ bh_pg_build_source() {    # bh_pg_build_source MAJOR SUITE -> prefix
     mkdir -p "$src"
     (
         set -e
+        umask 022                       # the servers run as postgres
         cd "$src"
         bh_pg_apt_src "$suite" apt-get source --download-only "postgresql-$major"
         dpkg-source --skip-patches -x ./*.dsc tree

@@ -26,22 +26,57 @@ SRC_DIR=$(dirname -- "$SCRIPT_DIR")
 . "$SCRIPT_DIR/lib.sh"
 
 usage() {
-    echo "usage: bash scripts/test.sh [regress|isolation|tap|clients|stress|valgrind|bench|all]   (as root; default: all)"
+    echo "usage: bash scripts/test.sh [SUITE] [--pg MAJOR]   (as root)"
+    echo "  SUITE: all (default), $(printf '%s ' "${ALL_SUITES[@]}")"
+    echo "  --pg MAJOR: only PostgreSQL MAJOR ($(bh_pg_majors | tr '\n' ' ' | sed 's/ $//'));" \
+         "default: every version the suite runs on"
 }
 
-case ${1:-all} in
-    regress)   PHASES=(regress) ;;
-    isolation) PHASES=(isolation) ;;
-    tap)       PHASES=(tap) ;;
-    clients)   PHASES=(clients) ;;
-    stress)    PHASES=(stress) ;;
-    valgrind)  PHASES=(valgrind) ;;
-    bench)     PHASES=(bench) ;;
-    all)       PHASES=(regress isolation tap clients stress valgrind bench) ;;
-    -h|--help) usage; exit 0 ;;
-    *)         usage >&2; exit 2 ;;
-esac
-[ $# -le 1 ] || { usage >&2; exit 2; }
+# regress, isolation and tap run on every version of the matrix
+# (scripts/postgres.sh); the others on the first one, Debian 12's own.
+EVERY_VERSION=(regress isolation tap)
+FIRST_VERSION_ONLY=(locale clients stress valgrind bench)
+ALL_SUITES=("${EVERY_VERSION[@]}" "${FIRST_VERSION_ONLY[@]}")
+mapfile -t MAJORS < <(bh_pg_majors)
+FIRST_MAJOR=${MAJORS[0]}
+
+SUITE=all
+ONLY_MAJOR=
+while [ $# -gt 0 ]; do
+    case $1 in
+        --pg) [ $# -ge 2 ] || { usage >&2; exit 2; }
+              bh_pg_entry "$2" >/dev/null ||
+                  { echo "PostgreSQL $2 is not in the matrix" >&2; usage >&2; exit 2; }
+              ONLY_MAJOR=$2; shift 2 ;;
+        -h|--help) usage; exit 0 ;;
+        all) SUITE=all; shift ;;
+        *) if printf '%s\n' "${ALL_SUITES[@]}" | grep -qxF -- "$1"; then
+               SUITE=$1; shift
+           else
+               usage >&2; exit 2
+           fi ;;
+    esac
+done
+
+# The plan: "suite major" items, in the order they run (all suites of one
+# version, then the next version's).
+PLAN=()
+for major in "${MAJORS[@]}"; do
+    [ -z "$ONLY_MAJOR" ] || [ "$major" = "$ONLY_MAJOR" ] || continue
+    for suite in "${ALL_SUITES[@]}"; do
+        [ "$SUITE" = all ] || [ "$SUITE" = "$suite" ] || continue
+        if [ "$major" != "$FIRST_MAJOR" ] &&
+           printf '%s\n' "${FIRST_VERSION_ONLY[@]}" | grep -qxF "$suite"; then
+            continue
+        fi
+        PLAN+=("$suite $major")
+    done
+done
+if [ ${#PLAN[@]} -eq 0 ]; then
+    echo "suite $SUITE runs on PostgreSQL $FIRST_MAJOR only" >&2
+    exit 2
+fi
+mapfile -t PLAN_MAJORS < <(printf '%s\n' "${PLAN[@]}" | cut -d' ' -f2 | uniq)
 
 bh_require_root
 
@@ -54,9 +89,8 @@ if ! flock -n 9; then
     flock 9
 fi
 
-bh_unset_libpq_env
+bh_reset_client_env
 
-BUILD=
 bh_trap_cleanup_work
 
 TIMING_NAMES=()
@@ -66,7 +100,8 @@ timed() {    # timed LABEL START_US: record the time since START_US
     TIMING_US+=("$(($(bh_now_us) - $2))")
 }
 
-declare -A PASSED FAILED
+declare -A PASSED FAILED PHASE_DIR PG_CONFIG_OF BUILD_OF
+PHASES=()
 TOTAL_PASSED=0
 TOTAL_FAILED=0
 
@@ -99,6 +134,7 @@ record_phase() {
         bh_warn "$name: exit $rc without a failed test: counted as 1 failure"
         f=1
     fi
+    PHASES+=("$name")
     PASSED[$name]=$p
     FAILED[$name]=$f
     TOTAL_PASSED=$((TOTAL_PASSED + p))
@@ -106,63 +142,72 @@ record_phase() {
     bh_say "$name: $p passed, $f failed, $(bh_fmt_us "${TIMING_US[-1]}")"
 }
 
-# A suite with a runner script of its own (by default test/<name>/run.sh):
-# it installs what it needs, builds, runs its servers and ends with
-# "N passed, N failed".
-run_script_phase() {    # run_script_phase NAME [SCRIPT [ARGS...]]
-    local name=$1 log="$WORK/$1.out" t0 rc p f
-    local -a cmd=("${@:2}")
-    [ ${#cmd[@]} -gt 0 ] || cmd=("test/$name/run.sh")
+# A suite with a runner script of its own (by default test/<suite>/run.sh),
+# on the first version: it installs what it needs, builds, runs its servers
+# and ends with "N passed, N failed".
+run_script_phase() {    # run_script_phase SUITE MAJOR [SCRIPT [ARGS...]]
+    local suite=$1 major=$2 name="$1 $2" build=${BUILD_OF[$2]} t0 rc p f log
+    local -a cmd=("${@:3}")
+    [ ${#cmd[@]} -gt 0 ] || cmd=("test/$suite/run.sh")
+    log="$WORK/$suite-$major.out"
     bh_say "$name: ${cmd[*]}"
     t0=$(bh_now_us)
     set +e
-    bash "$BUILD/${cmd[0]}" "${cmd[@]:1}" 2>&1 | tee "$log"
+    PG_CONFIG=${PG_CONFIG_OF[$major]} bash "$build/${cmd[0]}" "${cmd[@]:1}" 2>&1 | tee "$log"
     rc=${PIPESTATUS[0]}
     set -e
     timed "$name" "$t0"
     read -r p f < <(sed -n 's/^\([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed$/\1 \2/p' "$log" | tail -n 1)
+    PHASE_DIR[$name]=$build
     record_phase "$name" "$p" "$f" "$rc"
 }
 
-run_phase() {    # run_phase NAME: one suite, via make installcheck as postgres
-    local name=$1 log="$WORK/$1.out" t0 rc counts p f
-    local -a args
-    case $name in
+# regress, isolation, tap: make installcheck as postgres in the version's
+# build.  locale: regress and isolation once more, in a copy of the build,
+# from an emptied environment with LC_ALL=C (the expected output must not
+# depend on who runs the suite).
+run_phase() {    # run_phase SUITE MAJOR
+    local suite=$1 major=$2 name="$1 $2" dir=${BUILD_OF[$2]} t0 rc counts p f log
+    local -a args prefix=()
+    case $suite in
         regress)   args=(ISOLATION= TAP_TESTS=) ;;
         isolation) args=(REGRESS= TAP_TESTS=) ;;
         tap)       args=(REGRESS= ISOLATION=) ;;
+        locale)    args=(TAP_TESTS=)
+                   dir="$dir-locale"
+                   rm -rf -- "$dir"
+                   cp -a "${BUILD_OF[$major]}" "$dir"
+                   prefix=(env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="$dir" LC_ALL=C) ;;
     esac
-    bh_say "$name: make installcheck ${args[*]} (as postgres)"
+    log="$WORK/$suite-$major.out"
+    bh_say "$name: ${prefix[*]} make installcheck ${args[*]} (as postgres)"
     t0=$(bh_now_us)
     set +e
-    (cd "$BUILD" &&
-        runuser -u postgres -- make installcheck PG_CONFIG="$BH_PG_CONFIG" "${args[@]}") 2>&1 |
-        tee "$log"
+    (cd "$dir" &&
+        runuser -u postgres -- "${prefix[@]}" make installcheck \
+            PG_CONFIG="${PG_CONFIG_OF[$major]}" "${args[@]}") 2>&1 | tee "$log"
     rc=${PIPESTATUS[0]}
     set -e
     timed "$name" "$t0"
-    if [ "$name" = tap ]; then counts=$(count_prove "$log"); else counts=$(count_pg_regress "$log"); fi
+    if [ "$suite" = tap ]; then counts=$(count_prove "$log"); else counts=$(count_pg_regress "$log"); fi
     read -r p f <<<"$counts"
+    PHASE_DIR[$name]=$dir
     record_phase "$name" "$p" "$f" "$rc"
 }
 
 show_tail() {    # show_tail FILE LINES
     [ -s "$1" ] || return 0
-    printf '\n----- %s (last %s lines) -----\n' "${1#"$BUILD"/}" "$2"
+    printf '\n----- %s (last %s lines) -----\n' "${1#"$WORK"/}" "$2"
     tail -n "$2" -- "$1"
 }
 
-# What explains a failure: the diffs, then the server and TAP logs of the
-# suites that failed. pg_regress keeps its server logs in <outputdir>/log
-# (log/ for regress, output_iso/log/ for isolation), TAP in tmp_check/log/;
-# tmp_check*/log/ is looked at too, should a suite be set up that way.
 # TAP logs are tmp_check/log/regress_log_<test> and <test>_<node>.log: is
-# FILE one of a test file that prove reported as failed? (All are, when prove
-# named none.)
-tap_log_of_failed() {    # tap_log_of_failed FILE
+# FILE one of a test file that prove reported as failed in LOG? (All are,
+# when prove named none.)
+tap_log_of_failed() {    # tap_log_of_failed FILE LOG
     local name t failed
     name=$(basename -- "$1")
-    failed=$(sed -n 's/^\([^ ]*\)\.[a-z]* *(Wstat: .*/\1/p' "$WORK/tap.out")
+    failed=$(sed -n 's/^\([^ ]*\)\.[a-z]* *(Wstat: .*/\1/p' "$2")
     [ -n "$failed" ] || return 0
     while IFS= read -r t; do
         t=$(basename -- "$t")
@@ -171,30 +216,32 @@ tap_log_of_failed() {    # tap_log_of_failed FILE
     return 1
 }
 
+# What explains a failure: for each suite that failed, its diffs, then its
+# server and TAP logs.  pg_regress keeps its server logs in <outputdir>/log
+# (log/ for regress, output_iso/log/ for isolation), TAP in tmp_check/log/.
 show_failure_details() {
-    local f phase
+    local f phase suite dir
     local -a dirs
     bh_say "failure details"
-    while IFS= read -r f; do
-        show_tail "$f" 1000
-    done < <(find "$BUILD" -maxdepth 2 -name regression.diffs -type f | sort)
     for phase in "${PHASES[@]}"; do
         [ "${FAILED[$phase]:-0}" -gt 0 ] || continue
-        case $phase in
-            regress)   dirs=("$BUILD/log") ;;
-            isolation) dirs=("$BUILD/output_iso/log") ;;
-            tap)       dirs=("$BUILD/tmp_check/log") ;;
+        suite=${phase% *}
+        dir=${PHASE_DIR[$phase]}
+        bh_say "$phase ($dir)"
+        case $suite in
+            regress)   dirs=("$dir/log") ;;
+            isolation) dirs=("$dir/output_iso/log") ;;
+            locale)    dirs=("$dir/log" "$dir/output_iso/log") ;;
+            tap)       dirs=("$dir/tmp_check/log") ;;
+            *)         continue ;;    # script suites print their own details
         esac
-        for f in "$BUILD"/tmp_check?*/log; do
-            case $phase:${f#"$BUILD"/} in
-                regress:*iso*|isolation:*regress*) ;;
-                *) [ -d "$f" ] && dirs+=("$f") ;;
-            esac
-        done
+        while IFS= read -r f; do
+            show_tail "$f" 1000
+        done < <(find "$dir" -maxdepth 2 -name regression.diffs -type f | sort)
         while IFS= read -r f; do
             # initdb's log only says something when initdb failed
             case $f in */initdb.log) grep -qi error "$f" || continue ;; esac
-            [ "$phase" != tap ] || tap_log_of_failed "$f" || continue
+            [ "$suite" != tap ] || tap_log_of_failed "$f" "$WORK/tap-${phase#* }.out" || continue
             show_tail "$f" 80
         done < <(find "${dirs[@]}" -maxdepth 1 -type f 2>/dev/null | sort)
     done
@@ -205,57 +252,71 @@ summary() {
     echo
     bh_say "timings"
     for i in "${!TIMING_NAMES[@]}"; do
-        printf '    %-14s %9s\n' "${TIMING_NAMES[$i]}" "$(bh_fmt_us "${TIMING_US[$i]}")"
+        printf '    %-20s %9s\n' "${TIMING_NAMES[$i]}" "$(bh_fmt_us "${TIMING_US[$i]}")"
         total=$((total + TIMING_US[i]))
     done
-    printf '    %-14s %9s\n' total "$(bh_fmt_us "$total")"
+    printf '    %-20s %9s\n' total "$(bh_fmt_us "$total")"
     bh_say "results"
-    for i in build "${PHASES[@]}"; do
-        [ -n "${PASSED[$i]+set}" ] || continue
-        printf '    %-14s %s passed, %s failed\n' "$i" "${PASSED[$i]}" "${FAILED[$i]}"
+    for i in "${PHASES[@]}"; do
+        printf '    %-20s %s passed, %s failed\n' "$i" "${PASSED[$i]}" "${FAILED[$i]}"
     done
     echo "$TOTAL_PASSED passed, $TOTAL_FAILED failed"
 }
 
-# 1. prerequisites
-t0=$(bh_now_us)
-bh_install_prereqs
-timed prerequisites "$t0"
-
-# 2. a private copy, built and installed as root
-t0=$(bh_now_us)
-bh_fix_tmpdir
-WORK=$(bh_mktemp_dir bulkhead-test)
-BUILD=$WORK/bulkhead
-bh_copy_tree "$SRC_DIR" "$BUILD"
-chown -R postgres:postgres "$BUILD"
-timed copy "$t0"
-
-bh_say "build and install in $BUILD ($BH_PG_CONFIG)"
-t0=$(bh_now_us)
-set +e
-bh_build_install "$BUILD"
-rc=$?
-set -e
-timed build+install "$t0"
-if [ "$rc" -ne 0 ]; then
-    bh_warn "build or install failed (exit $rc)"
-    PASSED[build]=0
-    FAILED[build]=1
-    TOTAL_FAILED=1
+# A step that must work for the versions' suites to run at all: on failure
+# it counts as one failed test and the run ends with the summary.
+fail_step() {    # fail_step NAME MESSAGE
+    bh_warn "$2"
+    PHASES+=("$1")
+    PASSED[$1]=0
+    FAILED[$1]=1
+    TOTAL_FAILED=$((TOTAL_FAILED + 1))
     bh_cleanup_work
     summary
     exit 1
-fi
-chown -R postgres:postgres "$BUILD"
+}
+
+# 1. prerequisites: Debian's packages for every version of the plan, then
+# each version's server (a source build happens once, into the cache)
+t0=$(bh_now_us)
+for major in "${PLAN_MAJORS[@]}"; do
+    mapfile -t -O "${#BH_PACKAGES[@]}" BH_PACKAGES < <(bh_pg_packages_of "$major")
+done
+bh_install_prereqs
+timed prerequisites "$t0"
+for major in "${PLAN_MAJORS[@]}"; do
+    t0=$(bh_now_us)
+    PG_CONFIG_OF[$major]=$(bh_pg_config_of "$major") ||
+        fail_step "postgres $major" "PostgreSQL $major could not be had"
+    timed "postgres $major" "$t0"
+    bh_say "PostgreSQL $major: $("${PG_CONFIG_OF[$major]}" --version) (${PG_CONFIG_OF[$major]})"
+done
+
+# 2. per version, a private copy of the tree, built and installed as root
+bh_fix_tmpdir
+WORK=$(bh_mktemp_dir bulkhead-test)
+for major in "${PLAN_MAJORS[@]}"; do
+    BUILD_OF[$major]=$WORK/bulkhead-$major
+    t0=$(bh_now_us)
+    bh_copy_tree "$SRC_DIR" "${BUILD_OF[$major]}"
+    bh_say "build and install in ${BUILD_OF[$major]} (${PG_CONFIG_OF[$major]})"
+    set +e
+    BH_PG_CONFIG=${PG_CONFIG_OF[$major]} bh_build_install "${BUILD_OF[$major]}"
+    rc=$?
+    set -e
+    timed "build $major" "$t0"
+    [ "$rc" -eq 0 ] || fail_step "build $major" "build or install for PostgreSQL $major failed (exit $rc)"
+    chown -R postgres:postgres "${BUILD_OF[$major]}"
+done
 
 # 3. the suites, each against its own temporary server; a failing suite does
 # not stop the next one
-for phase in "${PHASES[@]}"; do
-    case $phase in
-        regress|isolation|tap) run_phase "$phase" ;;
-        bench) run_script_phase bench test/bench/run --quick ;;
-        *) run_script_phase "$phase" ;;
+for item in "${PLAN[@]}"; do
+    read -r suite major <<<"$item"
+    case $suite in
+        regress|isolation|tap|locale) run_phase "$suite" "$major" ;;
+        bench) run_script_phase bench "$major" test/bench/run --quick ;;
+        *) run_script_phase "$suite" "$major" ;;
     esac
 done
 

@@ -153,6 +153,21 @@ RESET ROLE;
 CREATE TABLE bh_par AS SELECT g FROM generate_series(1, 200000) g;
 ANALYZE bh_par;
 GRANT SELECT ON bh_par TO bh_app;
+-- The "Workers" lines of EXPLAIN ANALYZE (the rest of the plan is printed
+-- differently by each PostgreSQL version)
+CREATE FUNCTION parallel_workers(query text) RETURNS SETOF text
+LANGUAGE plpgsql AS $$
+DECLARE
+    line text;
+BEGIN
+    FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || query
+    LOOP
+        IF line ~ 'Workers' THEN
+            RETURN NEXT btrim(line);
+        END IF;
+    END LOOP;
+END
+$$;
 SET max_parallel_workers_per_gather = 2;
 SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
@@ -160,8 +175,7 @@ SET min_parallel_table_scan_size = 0;
 SET parallel_leader_participation = off;
 SELECT gate_granted() AS before \gset
 SET ROLE bh_app;
-EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
-    SELECT count(*) FROM bh_par;
+SELECT parallel_workers('SELECT count(*) FROM bh_par');
 SELECT count(*) FROM bh_par;
 RESET ROLE;
 SELECT gate_granted() - :before AS granted;
@@ -171,6 +185,7 @@ RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;
 RESET parallel_leader_participation;
 DROP TABLE bh_par;
+DROP FUNCTION parallel_workers(text);
 
 -- superusers are exempt while bulkhead.exempt_superuser is on (the default)
 RESET ROLE;

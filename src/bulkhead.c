@@ -16,7 +16,11 @@
 #include "storage/ipc.h"
 #include "utils/guc.h"
 
+#if PG_VERSION_NUM >= 180000
+PG_MODULE_MAGIC_EXT(.name = "bulkhead", .version = BULKHEAD_VERSION);
+#else
 PG_MODULE_MAGIC;
+#endif
 
 PGDLLEXPORT void _PG_init(void);
 

@@ -44,6 +44,9 @@
 #define BULKHEAD_MY_PROCNO		(MyProc->pgprocno)
 #endif
 
+/* The library's version: the newest SQL version it serves (bulkhead.control) */
+#define BULKHEAD_VERSION		"1.1"
+
 #define BULKHEAD_NAME_MAXLEN	63	/* bytes, without the terminator */
 #define BULKHEAD_MAX_ROLES		16
 #define BULKHEAD_HIST_BUCKETS	256 /* see stats.c */

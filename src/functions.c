@@ -13,6 +13,9 @@
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
+#if PG_VERSION_NUM >= 160000
+#include "varatt.h"				/* VARDATA_ANY and friends moved here in 16 */
+#endif
 
 PG_FUNCTION_INFO_V1(bulkhead_acquire);
 PG_FUNCTION_INFO_V1(bulkhead_acquire_xact);

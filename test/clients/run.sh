@@ -100,10 +100,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 bh_require_root
-# stray libpq settings must not steer the clients
-while IFS= read -r var; do
-    unset "$var"
-done < <(compgen -e | grep -E '^PG[A-Z]+$' || true)
+bh_reset_client_env
 
 # ---- 1. packages, build, cluster ----------------------------------------
 bh_install_prereqs

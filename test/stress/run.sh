@@ -34,10 +34,7 @@ fi
 
 bh_require_root
 
-# libpq settings of the caller must not steer the tool away from the cluster
-while IFS= read -r var; do
-    unset "$var"
-done < <(compgen -e | grep -E '^PG[A-Z]+$' || true)
+bh_reset_client_env
 
 # what this test needs: the server, its headers, and libpq's for the tool
 BH_PACKAGES=(postgresql-15 postgresql-server-dev-15 libpq-dev make gcc)

@@ -52,6 +52,19 @@ is(activity_states($node, 'w'),
 	'activity lists the holder, then the waiters in arrival order');
 is(waiting_backends($node), '3',
 	'three client backends wait with wait_event_type Extension');
+# The wait event's name: PostgreSQL 17 and later let an extension name its
+# own (BulkheadQueue); before, every extension's wait is called Extension.
+my $event_name =
+  $node->safe_psql('postgres', 'SHOW server_version_num') >= 170000
+  ? 'BulkheadQueue'
+  : 'Extension';
+is( $node->safe_psql(
+		'postgres', q{
+		SELECT string_agg(DISTINCT p.wait_event_type || '/' || p.wait_event, ',')
+		FROM bulkhead_activity a JOIN pg_stat_activity p USING (pid)
+		WHERE a.state = 'queued'}),
+	"Extension/$event_name",
+	"the queued backends show wait event Extension/$event_name");
 is( $node->safe_psql(
 		'postgres', q{
 		SELECT string_agg(a.pid::text, ',' ORDER BY a.since)

@@ -131,7 +131,7 @@ ok( poll_until(
 		  . " AND pid <> $old_worker", 60),
 	'server back after the crash, with a new worker');
 my $log = slurp_file($node->logfile, $log_offset);
-like($log, qr/server process \(PID $wpid[0]\) was terminated by signal 9/,
+like($log, qr/(?:server process|client backend) \(PID $wpid[0]\) was terminated by signal 9/,
 	'the postmaster saw the queued backend killed by signal 9');
 like($log, qr/all server processes terminated; reinitializing/,
 	'the postmaster reinitialised shared memory');

@@ -120,7 +120,7 @@ ok( poll_until(
 	'the standby is back after the crash, with a new worker');
 like(
 	slurp_file($standby->logfile, $log_offset),
-	qr/server process \(PID $s1pid\) was terminated by signal 9/,
+	qr/(?:server process|client backend) \(PID $s1pid\) was terminated by signal 9/,
 	'the standby postmaster saw the backend killed by signal 9');
 close_session($_) for ($s1, $s2);
 is($standby->safe_psql('postgres', 'SELECT pg_is_in_recovery()'),

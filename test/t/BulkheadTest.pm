@@ -20,6 +20,21 @@ our @EXPORT = qw(
   worker_pid all_counts
 );
 
+# Every node these tests make is UTF8 with the C locale, whatever the
+# caller's environment (initdb would otherwise take the encoding from the
+# locale: SQL_ASCII under LC_ALL=C).  Wrapping init() here covers the nodes
+# that the tests make themselves as well as bulkhead_node's.
+{
+	no warnings 'redefine';
+	my $init = \&PostgreSQL::Test::Cluster::init;
+	*PostgreSQL::Test::Cluster::init = sub {
+		my ($self, %params) = @_;
+		$params{extra} =
+		  [ '--encoding=UTF8', '--locale=C', @{ $params{extra} // [] } ];
+		return $init->($self, %params);
+	};
+}
+
 # Seconds a background session may spend on one query before it dies.
 my $session_timeout = 60;
 

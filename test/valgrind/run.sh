@@ -42,7 +42,7 @@ SRC_DIR=$(cd -- "$SCRIPT_DIR/../.." && pwd -P)
 . "$SRC_DIR/scripts/lib.sh"
 
 bh_require_root
-bh_unset_libpq_env
+bh_reset_client_env
 
 bh_trap_cleanup_work
 

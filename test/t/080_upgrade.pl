@@ -1,0 +1,105 @@
+# 080_upgrade.pl: the upgrade path.  A 1.0 install keeps working with the
+# new library until it is updated; ALTER EXTENSION bulkhead UPDATE keeps the
+# workloads; afterwards the extension's objects are exactly those of a fresh
+# CREATE EXTENSION at the default version (compared through the catalogs by
+# extension_objects.sql, not through a list written by hand).
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use BulkheadTest;
+
+my $objects_sql = slurp_file("$FindBin::RealBin/extension_objects.sql");
+my $default_version = '1.1';
+
+my $node = PostgreSQL::Test::Cluster->new('upgrade');
+$node->init;
+$node->append_conf('postgresql.conf',
+	"shared_preload_libraries = 'bulkhead'\n"
+	  . "bulkhead.database = 'postgres'\n");
+$node->start;
+
+$node->safe_psql('postgres', q{
+	CREATE ROLE bh_reader;
+	CREATE EXTENSION bulkhead VERSION '1.0';
+	INSERT INTO bulkhead_workload
+	    (name, max_running, max_queued, queue_timeout, statement_timeout,
+	     lock_timeout, idle_timeout, roles, mode)
+	VALUES ('reports', 2, 4, '200ms', '30s', '2s', '1min', '{bh_reader}', 'enforce'),
+	       ('batch', 1, 0, '0', NULL, NULL, NULL, NULL, 'shadow');
+});
+is($node->safe_psql('postgres',
+		"SELECT extversion FROM pg_extension WHERE extname = 'bulkhead'"),
+	'1.0', 'version 1.0 installed');
+wait_loaded($node, 'reports', 2);
+wait_loaded($node, 'batch', 1);
+
+# 1.0, not yet updated, served by the new library
+is($node->safe_psql('postgres', q{
+		SELECT count(*) FROM information_schema.columns
+		WHERE table_name = 'bulkhead_stats'}),
+	'24', 'the 1.0 view has its 24 columns');
+is($node->safe_psql('postgres', q{
+		SELECT bulkhead_acquire('batch');
+		SELECT workload || ':' || running || ':' || acquired FROM bulkhead_stats ORDER BY 1;
+		SELECT workload || ':' || state || ':' || scope FROM bulkhead_activity;
+		SELECT bulkhead_release('batch');
+		SELECT bulkhead_release_all();
+		BEGIN;
+		SELECT bulkhead_try_acquire_xact('batch');
+		COMMIT;
+		SELECT bulkhead_stats_reset('batch');
+		SELECT acquired FROM bulkhead_stats WHERE workload = 'batch';}),
+	"\nbatch:1:1\nreports:0:0\nbatch:running:session\n\n0\nt\n\n0",
+	'1.0 functions and views work with the new library');
+
+my $rows_sql = 'SELECT * FROM bulkhead_workload ORDER BY name';
+my $rows_before = $node->safe_psql('postgres', $rows_sql);
+
+$node->safe_psql('postgres', 'ALTER EXTENSION bulkhead UPDATE');
+is($node->safe_psql('postgres',
+		"SELECT extversion FROM pg_extension WHERE extname = 'bulkhead'"),
+	$default_version, "updated to $default_version");
+is($node->safe_psql('postgres', $rows_sql),
+	$rows_before, 'the workload rows survive the update');
+is($node->safe_psql('postgres', q{
+		SELECT bulkhead_acquire('batch');
+		SELECT running FROM bulkhead_stats WHERE workload = 'batch';
+		SELECT bulkhead_release('batch');}),
+	"\n1\n", 'permits work after the update');
+
+# A fresh install at the default version, in another database (changes to
+# the workload table there are refused, but creating the extension is not)
+$node->safe_psql('postgres', 'CREATE DATABASE fresh');
+$node->safe_psql('fresh', 'CREATE EXTENSION bulkhead');
+
+my $updated = $node->safe_psql('postgres', $objects_sql);
+my $fresh = $node->safe_psql('fresh', $objects_sql);
+cmp_ok(scalar(split /\n/, $fresh), '>', 40,
+	'the catalog query lists the extension\'s objects');
+# the lines that differ, rather than both listings whole
+sub only_in
+{
+	my ($a, $b) = @_;
+	my %in_b = map { $_ => 1 } split /\n/, $b;
+	return grep { !$in_b{$_} } split /\n/, $a;
+}
+ok($updated eq $fresh,
+	'an updated 1.0 has exactly the objects of a fresh install')
+  or diag(join("\n",
+		(map { "only in a fresh install: $_" } only_in($fresh, $updated)),
+		(map { "only after the update:   $_" } only_in($updated, $fresh))));
+
+# pg_dump keeps the configuration rows of the updated install
+my $out = `pg_dump --data-only -d "@{[$node->connstr('postgres')]}" 2>&1`;
+like($out, qr/COPY public\.bulkhead_workload .*\nbatch\t1\t0/s,
+	'pg_dump of the updated database keeps the workloads');
+
+$node->stop;
+done_testing();
