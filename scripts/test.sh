@@ -1,23 +1,28 @@
 #!/usr/bin/env bash
 # scripts/test.sh: the one test command for bulkhead.
 #
-#   bash scripts/test.sh [regress|isolation|tap|clients|stress|valgrind|bench|all]   (as root; default all)
+#   bash scripts/test.sh [SUITE] [--pg MAJOR]     (as root; default: all suites)
 #
-# On a Debian 12 machine it installs what is missing (apt-get), copies the
-# source tree to a throwaway directory, builds it there with warnings as errors,
-# installs the extension into PostgreSQL 15 (the test servers load
-# $libdir/bulkhead.so), and runs `make installcheck` as the postgres user
-# (initdb refuses root). Each suite starts and stops its own temporary,
-# preloaded server: pg_regress, pg_isolation_regress, the TAP tests; then the
-# suites with runner scripts of their own (test/clients/run.sh: JDBC,
-# psycopg and PgBouncer; test/stress/run.sh: 48 clients for 60 s;
-# test/valgrind/run.sh: regress and isolation with the servers under valgrind);
-# and a smoke run of the benchmarks (test/bench/run --quick, about 90 s,
-# counted as one test) so that they cannot rot.
+# On a Debian 12 machine it installs what is missing (apt-get), gets every
+# PostgreSQL version of the matrix (scripts/postgres.sh: 15 from Debian 12's
+# packages; 18 built once from Debian's source package into a cache),
+# copies the source tree to a throwaway directory per version, builds it
+# there with warnings as errors, installs the extension into that version's
+# server (the test servers load $libdir/bulkhead.so), and runs `make
+# installcheck` as the postgres user (initdb refuses root).
+#
+# On every version: pg_regress, pg_isolation_regress, the TAP tests, each
+# against its own temporary preloaded server.  On the first version (15)
+# also: locale (regress and isolation again from an emptied environment with
+# LC_ALL=C), the suites with runner scripts of their own (test/clients/run.sh:
+# JDBC, psycopg and PgBouncer; test/stress/run.sh: 48 clients for 60 s;
+# test/valgrind/run.sh: regress and isolation with the servers under
+# valgrind), and a smoke run of the benchmarks (test/bench/run --quick,
+# about 90 s, counted as one test) so that they cannot rot.
 #
 # It prints the diffs and server logs of what failed, the time each phase
-# took, and last a line "N passed, N failed" (pg_regress and isolation tests,
-# TAP test files). Exit status 0 only if everything passed.
+# took, and last a line "N passed, N failed" over every version (pg_regress
+# and isolation tests, TAP test files). Exit status 0 only if all passed.
 set -euo pipefail
 
 SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
