@@ -19,6 +19,7 @@ SRC_DIR=$(dirname -- "$SCRIPT_DIR")
 . "$SCRIPT_DIR/lib.sh"
 
 bh_require_root
+bh_lock_installs
 
 bh_reset_client_env
 

@@ -33,6 +33,18 @@ bh_require_root() {
         bh_die "run as root (it installs packages and the extension, and runs servers as the postgres user)"
 }
 
+# Two runs of the test command or the demo on one machine would install their
+# builds over each other's (the servers load the extension from their own
+# directories): the second waits for the first.  The lock is held until the
+# script exits; the suites it runs inherit it and must not take it again.
+bh_lock_installs() {
+    exec 9>/tmp/bulkhead-test.lock
+    if ! flock -n 9; then
+        bh_say "another test or demo run on this machine installs bulkhead: waiting for it"
+        flock 9
+    fi
+}
+
 # Install the missing prerequisites with apt-get, quietly; `apt-get update`
 # runs only when something is missing. Idempotent.
 bh_install_prereqs() {

@@ -85,14 +85,7 @@ mapfile -t PLAN_MAJORS < <(printf '%s\n' "${PLAN[@]}" | cut -d' ' -f2 | uniq)
 
 bh_require_root
 
-# Two runs on one machine would install their builds over each other's
-# (the test servers load the extension from the server's own directories):
-# one waits for the other.
-exec 9>/tmp/bulkhead-test.lock
-if ! flock -n 9; then
-    bh_say "another scripts/test.sh runs on this machine: waiting for it"
-    flock 9
-fi
+bh_lock_installs
 
 bh_reset_client_env
 
