@@ -35,10 +35,14 @@ bh_require_root() {
 
 # Two runs of the test command or the demo on one machine would install their
 # builds over each other's (the servers load the extension from their own
-# directories): the second waits for the first.  The lock is held until the
-# script exits; the suites it runs inherit it and must not take it again.
+# directories): the second waits for the first.  The lock is held on file
+# descriptor 9 until the script exits.  A caller that holds it already (fd 9
+# open on the lock file, inherited) passes it on: flock on the same open
+# file is granted at once.
+BH_INSTALL_LOCK=/tmp/bulkhead-test.lock
 bh_lock_installs() {
-    exec 9>/tmp/bulkhead-test.lock
+    [ "$(readlink /proc/$$/fd/9 2>/dev/null)" = "$BH_INSTALL_LOCK" ] ||
+        exec 9>"$BH_INSTALL_LOCK"
     if ! flock -n 9; then
         bh_say "another test or demo run on this machine installs bulkhead: waiting for it"
         flock 9
