@@ -12,6 +12,7 @@ OBJS = \
 	src/bulkhead.o \
 	src/shmem.o \
 	src/permit.o \
+	src/deadlock.o \
 	src/scope.o \
 	src/guard.o \
 	src/worker.o \
