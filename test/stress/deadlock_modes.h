@@ -1,0 +1,15 @@
+/*-------------------------------------------------------------------------
+ *
+ * deadlock_modes.h
+ *	  The deadlock modes of bulkhead_stress (deadlock_modes.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef DEADLOCK_MODES_H
+#define DEADLOCK_MODES_H
+
+/* Run mode "nocycle" or "cycle"; returns the exit status of the tool */
+extern int	deadlock_stress_main(const char *mode, int clients, int seconds,
+								 const char *conninfo);
+
+#endif							/* DEADLOCK_MODES_H */
