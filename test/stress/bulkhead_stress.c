@@ -102,7 +102,8 @@ static int	queue_timeout_ms[MAX_WORKLOADS];
 /*---- time and randomness ----*/
 static int64_t t_start;
 
-static int64_t
+/* monotonic microseconds (deadlock_modes.c uses it too) */
+int64_t
 now_us(void)
 {
 	struct timespec ts;

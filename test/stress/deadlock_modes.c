@@ -41,7 +41,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <libpq-fe.h>
@@ -67,15 +66,6 @@ static long n_violations;
 static long n_tool_errors;
 static int64_t max_break_us;
 static int64_t sum_break_us;
-
-static int64_t
-now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 static void
 count(long *counter, long n)

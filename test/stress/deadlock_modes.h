@@ -8,6 +8,11 @@
 #ifndef DEADLOCK_MODES_H
 #define DEADLOCK_MODES_H
 
+#include <stdint.h>
+
+/* Monotonic clock in microseconds (bulkhead_stress.c) */
+extern int64_t now_us(void);
+
 /* Run mode "nocycle" or "cycle"; returns the exit status of the tool */
 extern int	deadlock_stress_main(const char *mode, int clients, int seconds,
 								 const char *conninfo);
