@@ -80,9 +80,21 @@
  *      a lock waiter, the same waitStart (PGPROC's start of this lock wait,
  *      read before and after pg_blocking_pids) and the same blockers.  A
  *      wait that ended and began again between the passes, or a holder that
- *      released and took a permit again, changes its stamp.  So every stuck
- *      backend stayed in one wait across the instant between the passes,
- *      holding what it held.
+ *      released and took a permit again, changes its stamp.  The stuck
+ *      backends must also have been read in the same order in both passes.
+ *      Then, for any instant T between the passes: every stuck backend X
+ *      waited, in one wait, from its first read to its second, so at T;
+ *      a stuck blocker B of X held at T what it held at X's reads: B's own
+ *      wait spans from its first read (before T) to its second (after T);
+ *      B was read on the same side of X in both passes, so one of X's two
+ *      reads falls within that span; and a backend that waits takes and
+ *      gives up no lock and no permit.  No holder can have come and gone
+ *      either: those read in both passes did not release, so no permit was
+ *      free (unless a limit was raised and lowered again in between).  So
+ *      the deadlock was there, whole, at T, and a deadlock stays until
+ *      someone outside it acts.  (Left aside: two different waits with
+ *      equal 64-bit stamps, and PostgreSQL's detector reordering a lock
+ *      queue, which changes soft edges, between the passes.)
  *   3. Last, under W's own slot lock, permit.c confirms that W's entry is
  *      still WAITING (a grant meanwhile makes it GRANTED: never reported),
  *      that the holders are those of the second pass, and that no permit is
@@ -465,10 +477,14 @@ is_deadlocked(WaitGraph *g)
 	return true;
 }
 
-/* Did every stuck backend of the second pass stay in the same wait? */
+/*
+ * Did every stuck backend of the second pass stay in the same wait, and was
+ * it read in the same order relative to the others in both passes?
+ */
 static bool
 same_waits(WaitGraph *first, WaitGraph *second)
 {
+	int			last = -1;
 	int			n;
 
 	for (n = 0; n < second->nnodes; n++)
@@ -479,10 +495,11 @@ same_waits(WaitGraph *first, WaitGraph *second)
 		if (node->progress)
 			continue;
 		m = first->node_of[node->procno];
-		if (m < 0 || first->nodes[m].pid != node->pid ||
+		if (m <= last || first->nodes[m].pid != node->pid ||
 			first->nodes[m].kind != node->kind ||
 			first->nodes[m].stamp != node->stamp)
 			return false;
+		last = m;
 	}
 	return true;
 }
