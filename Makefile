@@ -12,6 +12,7 @@ OBJS = \
 	src/bulkhead.o \
 	src/shmem.o \
 	src/permit.o \
+	src/deadlock.o \
 	src/scope.o \
 	src/guard.o \
 	src/worker.o \
@@ -37,7 +38,8 @@ REGRESS_OPTS = --temp-instance=./tmp_check_regress $(FIXED_LOCALE) \
 
 # isolation: test/specs/<name>.spec against test/expected/<name>.out
 ISOLATION = reject_full wait_timeout handoff cancel_waiter limit_raise \
-	xact_release session_kept shadow transparent_queue
+	xact_release session_kept shadow transparent_queue \
+	deadlock_cycles deadlock_transparent blocking_pids
 ISOLATION_OPTS = --inputdir=$(srcdir)/test $(FIXED_LOCALE) \
 	--temp-instance=./tmp_check_iso \
 	--temp-config=$(srcdir)/test/isolation.conf

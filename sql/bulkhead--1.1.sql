@@ -117,7 +117,8 @@ CREATE FUNCTION @extschema@.bulkhead_stats(
     OUT hold_time_total_ms double precision,
     OUT hold_p50_ms double precision,
     OUT hold_p99_ms double precision,
-    OUT stats_reset timestamptz)
+    OUT stats_reset timestamptz,
+    OUT deadlocks bigint)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'bulkhead_stats'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
@@ -138,6 +139,14 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 CREATE VIEW @extschema@.bulkhead_activity AS
     SELECT * FROM @extschema@.bulkhead_activity();
+
+-- For a backend queued for a permit, the pids holding that workload's
+-- permits; empty for any other backend.  With pg_blocking_pids, the whole
+-- wait graph that deadlock detection searches.
+CREATE FUNCTION @extschema@.bulkhead_blocking_pids(pid integer)
+RETURNS integer[]
+AS 'MODULE_PATHNAME', 'bulkhead_blocking_pids'
+LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
 
 CREATE FUNCTION @extschema@.bulkhead_stats_reset()
 RETURNS void

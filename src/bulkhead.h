@@ -24,6 +24,10 @@
  *   cleared (-1) under that same lock when the entry is unlinked.
  * - shared->config_requested is atomic; worker_procno is written by the
  *   worker only (at start and exit) and read without a lock (an aligned int).
+ * - shared->deadlock_checker is atomic: the PGPROC number + 1 of the one
+ *   backend running a deadlock check, 0 when none does (deadlock.c).  It
+ *   is taken by compare-and-swap, never waited for, and is not a lock: no
+ *   LWLock is held while it is.
  *
  *-------------------------------------------------------------------------
  */
@@ -40,8 +44,10 @@
 /* This backend's PGPROC number (PG 17 replaced pgprocno by MyProcNumber) */
 #if PG_VERSION_NUM >= 170000
 #define BULKHEAD_MY_PROCNO		MyProcNumber
+#define BULKHEAD_PROCNO(proc)	GetNumberFromPGProc(proc)
 #else
 #define BULKHEAD_MY_PROCNO		(MyProc->pgprocno)
+#define BULKHEAD_PROCNO(proc)	((proc)->pgprocno)
 #endif
 
 /* The library's version: the newest SQL version it serves (bulkhead.control) */
@@ -114,6 +120,8 @@ typedef struct BulkheadStats
 	BulkheadHistogram wait_hist;
 	BulkheadHistogram hold_hist;
 	TimestampTz stats_reset;
+	/* new in 1.1, last so that a 1.0 statistics file reads as a prefix */
+	uint64		deadlocks;		/* waits ended with 40P01 (deadlock.c) */
 } BulkheadStats;
 
 /* A list of permit entries linked by index (entry_list.h) */
@@ -173,6 +181,8 @@ typedef struct BulkheadShared
 								 * found no free slot for some rows */
 	pg_atomic_uint64 config_requested;	/* bumped at commit of a change */
 	int			worker_procno;	/* -1 when no worker runs */
+	pg_atomic_uint32 deadlock_checker;	/* procno + 1 of the backend that
+										 * runs a deadlock check, or 0 */
 	BulkheadSlot *slots;		/* nslots */
 	BulkheadEntry *entries;		/* nbackends * permits_per_backend */
 } BulkheadShared;
@@ -225,6 +235,7 @@ bulkhead_wake(BulkheadWakeups *wakeups)
 }
 extern void bulkhead_unlink_entry(BulkheadSlot *slot, BulkheadEntry *entry);
 extern bool bulkhead_waiting(void);
+extern bool bulkhead_end_wait_deadlocked(uint64 holders_stamp);
 
 /* scope.c: the backend's own permits */
 typedef struct BulkheadLocalPermit

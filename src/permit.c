@@ -16,9 +16,14 @@
  * bulkhead_wait_cleanup(), called from the abort and exit callbacks: if the
  * permit was handed over meanwhile, it is passed on to the next waiter.
  *
+ * This file is the only writer of slot state.  The deadlock check
+ * (deadlock.c) only reads it and decides; a wait it finds deadlocked is
+ * ended here, by bulkhead_end_wait_deadlocked().
+ *
  *-------------------------------------------------------------------------
  */
 #include "bulkhead.h"
+#include "deadlock.h"
 #include "entry_list.h"
 
 #include <math.h>
@@ -343,49 +348,67 @@ report_timeout(const char *name, int64 timeout_us)
 			 errhint("The workload's permits are saturated; do not retry at once.")));
 }
 
-/*
- * Take a permit of workload name for this backend, waiting up to timeout_us
- * (or the workload's queue_timeout when use_default_timeout).
- *
- * Returns true once the permit is held.  When full or timed out, returns
- * false if try_only, else raises 53B01 / 53B02.  Other failures always
- * raise.  On return, the permit's guards are applied.
- */
-bool
-bulkhead_acquire_permit(const char *name, int64 timeout_us,
-						bool use_default_timeout, BulkheadScope scope,
-						bool try_only)
+/* What admission decided for a caller, under the slot lock */
+typedef enum AdmitOutcome
 {
-	BulkheadShared *shared = bulkhead_shared;
-	BulkheadSlot *slot;
-	BulkheadEntry *entry;
-	BulkheadConfig config;		/* copy, for use after the lock is released */
-	int			slotno;
-	int			li;
-	bool		roles_checked = false;
-	bool		from_cache = true;
-	TimestampTz now;
-	TimestampTz deadline;
-	uint32		wait_event;
-	enum
+	ADMIT_GRANTED,				/* the permit is taken at once */
+	ADMIT_QUEUED,				/* the caller waits in the FIFO */
+	ADMIT_FULL,					/* B+Q taken: rejected at once */
+	ADMIT_ZERO_WAIT,			/* a wait was needed, and none was allowed */
+	ADMIT_CHECK_ROLES			/* check the roles (no lock), then decide again */
+} AdmitOutcome;
+
+/*
+ * The admission decision of DESIGN.md, counting what it decides.  Caller
+ * holds slot->lock exclusively; config is the slot's configuration.
+ */
+static AdmitOutcome
+decide_admission(BulkheadSlot *slot, const BulkheadConfig *config,
+				 int64 timeout_us, bool roles_checked)
+{
+	if (config->nroles > 0 && !roles_checked)
+		return ADMIT_CHECK_ROLES;
+	if (config->shadow)
 	{
-		GRANTED, QUEUED, FULL, ZERO_WAIT, CHECK_ROLES
-	}			outcome;
+		/* grant at once, but count what enforce mode would have done */
+		if (slot->running >= (int64) config->max_running + config->max_queued)
+			slot->stats.shadow_rejected++;
+		else if (slot->running >= config->max_running)
+			slot->stats.shadow_queued++;
+		return ADMIT_GRANTED;
+	}
+	if ((int64) slot->running + slot->queued >=
+		(int64) config->max_running + config->max_queued)
+	{
+		slot->stats.rejected_full++;
+		return ADMIT_FULL;
+	}
+	if (slot->queued == 0 && slot->running < config->max_running)
+		return ADMIT_GRANTED;
+	if (timeout_us <= 0)
+	{
+		slot->stats.timed_out++;
+		return ADMIT_ZERO_WAIT;
+	}
+	return ADMIT_QUEUED;
+}
 
-	bulkhead_backend_init();
+/*
+ * The local index for a new permit of workload slotno, or -1 when the
+ * transaction already holds it through bulkhead.workload (and the caller
+ * asks for a transaction permit).  Raises when the permit is held or awaited
+ * already, or no entry is free.
+ */
+static int
+new_permit_index(const char *name, int slotno, BulkheadScope scope)
+{
+	int			li = bulkhead_local_index_by_slot(slotno);
 
-retry:
-	slotno = lookup_slot(name, from_cache);
-	if (slotno < 0)
-		report_unknown_workload(name);
-	slot = &shared->slots[slotno];
-
-	li = bulkhead_local_index_by_slot(slotno);
 	if (li >= 0 && bulkhead_local[li].scope == BULKHEAD_SCOPE_AUTO)
 	{
 		/* the transaction already holds it, through bulkhead.workload */
 		if (scope != BULKHEAD_SCOPE_SESSION)
-			return true;
+			return -1;
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("permit of workload \"%s\" is already held for this transaction", name),
@@ -404,105 +427,36 @@ retry:
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("too many bulkhead permits held by this session"),
 				 errhint("Release a permit, or raise \"bulkhead.max_permits_per_backend\" (currently %d).",
-						 shared->permits_per_backend)));
-	entry = my_entry(li);
+						 bulkhead_shared->permits_per_backend)));
+	return li;
+}
 
-	now = GetCurrentTimestamp();
-	LWLockAcquire(slot->lock, LW_EXCLUSIVE);
-	if (!slot_matches(slot, name))
-	{
-		LWLockRelease(slot->lock);
-		if (from_cache)
-		{
-			/* the cached slot was reassigned: look the name up afresh */
-			from_cache = false;
-			goto retry;
-		}
-		report_unknown_workload(name);
-	}
-	/* the role names (1 KiB) are copied only for the role check */
-	memcpy(&config, &slot->config, offsetof(BulkheadConfig, roles));
-	if (config.nroles > 0 && !roles_checked)
-		memcpy(config.roles, slot->config.roles, sizeof(config.roles[0]) * config.nroles);
-	if (use_default_timeout)
-		timeout_us = config.queue_timeout_us;
+/*
+ * Wait for the hand-off of the permit that entry li waits for (queued at
+ * queued_at, until deadline).  Returns true once granted; on timeout, false
+ * if try_only, else raises 53B02.  After deadlock_timeout of waiting, and
+ * every deadlock_timeout after, deadlock.c checks whether the wait can end;
+ * if not, it ends the wait (bulkhead_end_wait_deadlocked) and raises 40P01.
+ *
+ * Until my_wait_index is cleared, an error thrown here (cancel,
+ * statement_timeout, terminate) is cleaned up by bulkhead_wait_cleanup()
+ * from the abort or exit callbacks.
+ */
+static bool
+wait_for_permit(BulkheadSlot *slot, int slotno, int li, BulkheadScope scope,
+				const char *name, TimestampTz queued_at, int64 timeout_us,
+				bool try_only)
+{
+	BulkheadEntry *entry = my_entry(li);
+	TimestampTz deadline = queued_at + Min(timeout_us, PG_INT64_MAX - queued_at);
+	TimestampTz next_check = TimestampTzPlusMilliseconds(queued_at, DeadlockTimeout);
+	uint32		wait_event = queue_wait_event();
 
-	if (config.nroles > 0 && !roles_checked)
-		outcome = CHECK_ROLES;
-	else if (config.shadow)
-	{
-		/* grant at once, but count what enforce mode would have done */
-		if (slot->running >= (int64) config.max_running + config.max_queued)
-			slot->stats.shadow_rejected++;
-		else if (slot->running >= config.max_running)
-			slot->stats.shadow_queued++;
-		outcome = GRANTED;
-	}
-	else if ((int64) slot->running + slot->queued >=
-			 (int64) config.max_running + config.max_queued)
-	{
-		slot->stats.rejected_full++;
-		outcome = FULL;
-	}
-	else if (slot->queued == 0 && slot->running < config.max_running)
-		outcome = GRANTED;
-	else if (timeout_us <= 0)
-	{
-		slot->stats.timed_out++;
-		outcome = ZERO_WAIT;
-	}
-	else
-		outcome = QUEUED;
-
-	if (outcome == GRANTED)
-	{
-		link_entry(slot, slotno, entry, scope, BULKHEAD_ENTRY_GRANTED, now);
-		record_grant(slot, slotno, li, scope);
-	}
-	else if (outcome == QUEUED)
-	{
-		link_entry(slot, slotno, entry, scope, BULKHEAD_ENTRY_WAITING, now);
-		my_wait_index = li;
-	}
-	LWLockRelease(slot->lock);
-
-	switch (outcome)
-	{
-		case CHECK_ROLES:
-			if (!role_allowed(config.nroles, config.roles))
-				ereport(ERROR,
-						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-						 errmsg("permission denied for workload \"%s\"", name),
-						 errdetail("Only members of the workload's roles may acquire its permits.")));
-			roles_checked = true;
-			goto retry;
-		case FULL:
-			if (try_only)
-				return false;
-			report_full(name, &config);
-			break;
-		case ZERO_WAIT:
-			if (try_only)
-				return false;
-			report_timeout(name, 0);
-			break;
-		case GRANTED:
-			bulkhead_apply_guards(&bulkhead_local[li]);
-			return true;
-		case QUEUED:
-			break;
-	}
-
-	/*
-	 * Wait for the hand-off.  Until my_wait_index is cleared, an error thrown
-	 * here (cancel, statement_timeout, terminate) is cleaned up by
-	 * bulkhead_wait_cleanup() from the abort or exit callbacks.
-	 */
-	deadline = now + Min(timeout_us, PG_INT64_MAX - now);
-	wait_event = queue_wait_event();
 	for (;;)
 	{
-		long		remaining_ms;
+		TimestampTz now;
+		TimestampTz wake_at;
+		long		sleep_ms;
 
 		/*
 		 * Interrupts first: a cancel that arrives with the hand-off wins, so
@@ -533,12 +487,165 @@ retry:
 		}
 		LWLockRelease(slot->lock);
 
-		remaining_ms = (long) Min((deadline - now + 999) / 1000, (int64) INT_MAX);
+		if (now >= next_check)
+		{
+			/* raises 40P01 once it has ended the wait; else wait on */
+			next_check = bulkhead_deadlock_check(now);
+			now = GetCurrentTimestamp();
+		}
+
+		wake_at = Min(deadline, next_check);
+		sleep_ms = wake_at > now ?
+			(long) Min((wake_at - now + 999) / 1000, (int64) INT_MAX) : 0;
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 remaining_ms, wait_event);
+						 sleep_ms, wait_event);
 		ResetLatch(MyLatch);
 	}
 	pg_unreachable();
+}
+
+/*
+ * End this backend's wait because deadlock.c found it deadlocked: unlink the
+ * entry and count it in deadlocks, under the slot lock, after a last check
+ * that the wait still stands as the search saw it: still WAITING (never
+ * granted meanwhile), the same holders (holders_stamp, see
+ * bulkhead_holders_stamp), and no free permit.  Returns false, changing
+ * nothing, when one of these fails.  Never throws.
+ */
+bool
+bulkhead_end_wait_deadlocked(uint64 holders_stamp)
+{
+	BulkheadEntry *entry;
+	BulkheadSlot *slot;
+	BulkheadWakeups wakeups = {0};
+	bool		ended = false;
+	bool		drained = false;
+
+	if (my_wait_index < 0)
+		return false;
+	entry = my_entry(my_wait_index);
+	slot = &bulkhead_shared->slots[entry->workload];
+
+	LWLockAcquire(slot->lock, LW_EXCLUSIVE);
+	if (entry->state == BULKHEAD_ENTRY_WAITING &&
+		!slot->config.shadow &&
+		slot->running >= slot->config.max_running &&
+		bulkhead_holders_stamp(slot) == holders_stamp)
+	{
+		slot->stats.deadlocks++;
+		bulkhead_unlink_entry(slot, entry);
+		if (!entry_list_is_empty(&slot->waiters))
+			bulkhead_grant_waiters(slot, &wakeups);
+		drained = slot_drained(slot);
+		ended = true;
+	}
+	LWLockRelease(slot->lock);
+	bulkhead_wake(&wakeups);
+
+	if (ended)
+		my_wait_index = -1;
+	if (drained)
+		bulkhead_signal_worker();
+	return ended;
+}
+
+/*
+ * Take a permit of workload name for this backend, waiting up to timeout_us
+ * (or the workload's queue_timeout when use_default_timeout).
+ *
+ * Returns true once the permit is held.  When full or timed out, returns
+ * false if try_only, else raises 53B01 / 53B02.  Other failures always
+ * raise (40P01 for a deadlock).  On return, the permit's guards are applied.
+ */
+bool
+bulkhead_acquire_permit(const char *name, int64 timeout_us,
+						bool use_default_timeout, BulkheadScope scope,
+						bool try_only)
+{
+	BulkheadShared *shared = bulkhead_shared;
+	BulkheadSlot *slot;
+	BulkheadEntry *entry;
+	BulkheadConfig config;		/* copy, for use after the lock is released */
+	int			slotno;
+	int			li;
+	bool		roles_checked = false;
+	bool		from_cache = true;
+	TimestampTz now;
+	AdmitOutcome outcome;
+
+	bulkhead_backend_init();
+
+retry:
+	slotno = lookup_slot(name, from_cache);
+	if (slotno < 0)
+		report_unknown_workload(name);
+	slot = &shared->slots[slotno];
+	li = new_permit_index(name, slotno, scope);
+	if (li < 0)
+		return true;
+	entry = my_entry(li);
+
+	now = GetCurrentTimestamp();
+	LWLockAcquire(slot->lock, LW_EXCLUSIVE);
+	if (!slot_matches(slot, name))
+	{
+		LWLockRelease(slot->lock);
+		if (from_cache)
+		{
+			/* the cached slot was reassigned: look the name up afresh */
+			from_cache = false;
+			goto retry;
+		}
+		report_unknown_workload(name);
+	}
+	/* the role names (1 KiB) are copied only for the role check */
+	memcpy(&config, &slot->config, offsetof(BulkheadConfig, roles));
+	if (config.nroles > 0 && !roles_checked)
+		memcpy(config.roles, slot->config.roles, sizeof(config.roles[0]) * config.nroles);
+	if (use_default_timeout)
+		timeout_us = config.queue_timeout_us;
+
+	outcome = decide_admission(slot, &config, timeout_us, roles_checked);
+	if (outcome == ADMIT_GRANTED)
+	{
+		link_entry(slot, slotno, entry, scope, BULKHEAD_ENTRY_GRANTED, now);
+		record_grant(slot, slotno, li, scope);
+	}
+	else if (outcome == ADMIT_QUEUED)
+	{
+		link_entry(slot, slotno, entry, scope, BULKHEAD_ENTRY_WAITING, now);
+		my_wait_index = li;
+	}
+	LWLockRelease(slot->lock);
+
+	switch (outcome)
+	{
+		case ADMIT_CHECK_ROLES:
+			if (!role_allowed(config.nroles, config.roles))
+				ereport(ERROR,
+						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+						 errmsg("permission denied for workload \"%s\"", name),
+						 errdetail("Only members of the workload's roles may acquire its permits.")));
+			roles_checked = true;
+			goto retry;
+		case ADMIT_FULL:
+			if (try_only)
+				return false;
+			report_full(name, &config);
+			break;
+		case ADMIT_ZERO_WAIT:
+			if (try_only)
+				return false;
+			report_timeout(name, 0);
+			break;
+		case ADMIT_GRANTED:
+			bulkhead_apply_guards(&bulkhead_local[li]);
+			return true;
+		case ADMIT_QUEUED:
+			break;
+	}
+	return wait_for_permit(slot, slotno, li, scope, name, now, timeout_us,
+						   try_only);
 }
 
 /*

@@ -11,6 +11,7 @@
  *-------------------------------------------------------------------------
  */
 #include "bulkhead.h"
+#include "deadlock.h"
 
 #include "access/xact.h"
 #include "miscadmin.h"
@@ -31,6 +32,7 @@ bulkhead_backend_exit(int code, Datum arg)
 {
 	int			i;
 
+	bulkhead_deadlock_exit();
 	bulkhead_wait_cleanup();
 	for (i = 0; i < bulkhead_shared->permits_per_backend; i++)
 		if (bulkhead_local[i].held)

@@ -87,6 +87,7 @@ bulkhead_shmem_startup(void)
 		shared->config_loaded = false;
 		pg_atomic_init_u64(&shared->config_requested, 0);
 		shared->worker_procno = -1;
+		pg_atomic_init_u32(&shared->deadlock_checker, 0);
 
 		ptr = (char *) shared + MAXALIGN(sizeof(BulkheadShared));
 		shared->slots = (BulkheadSlot *) ptr;

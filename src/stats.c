@@ -207,8 +207,14 @@ bulkhead_stats_restore(void)
 					 errmsg("could not read file \"%s\": %m", STATS_FILE)));
 		return;
 	}
+	/*
+	 * A file of the 1.0 library holds records without the fields 1.1
+	 * appended to BulkheadStats: they are read as a prefix, the rest zero.
+	 */
 	if (fread(header, sizeof(header), 1, file) != 1 ||
-		header[0] != STATS_MAGIC || header[1] != sizeof(BulkheadStats))
+		header[0] != STATS_MAGIC ||
+		(header[1] != sizeof(BulkheadStats) &&
+		 header[1] != offsetof(BulkheadStats, deadlocks)))
 	{
 		ereport(LOG,
 				(errmsg("ignoring bulkhead statistics file \"%s\": it is corrupt or from another version",
@@ -220,7 +226,8 @@ bulkhead_stats_restore(void)
 		BulkheadSlot *slot = &shared->slots[n];
 		SavedStats	rec;
 
-		if (fread(&rec, sizeof(rec), 1, file) != 1)
+		memset(&rec, 0, sizeof(rec));
+		if (fread(&rec, offsetof(SavedStats, stats) + header[1], 1, file) != 1)
 			break;
 		rec.name[NAMEDATALEN - 1] = '\0';
 		slot->in_use = true;

@@ -25,9 +25,11 @@ PG_FUNCTION_INFO_V1(bulkhead_stats_reset);
 
 /*
  * Room for every column of every version's bulkhead_stats.  Each version
- * only appends columns, and a row is formed with the calling function's own
- * result descriptor, so an installed 1.0 (24 columns) keeps working with
- * this library: the columns it does not declare are left out.
+ * only appends columns (1.1: deadlocks, the 25th), and a row is formed with
+ * the calling function's own result descriptor, so an installed 1.0 (24
+ * columns) keeps working with this library: the columns it does not declare
+ * are left out.  Keep it so: a new column goes at the end, here and in the
+ * OUT list of the newest install script.
  */
 #define STATS_COLS		30
 
@@ -144,7 +146,10 @@ bulkhead_stats(PG_FUNCTION_ARGS)
 		percentile_column(&st->hold_hist, 0.50, 0, &values[c], &nulls[c]), c++;
 		percentile_column(&st->hold_hist, 0.99, 0, &values[c], &nulls[c]), c++;
 		values[c++] = TimestampTzGetDatum(st->stats_reset);
+		/* 1.1 */
+		values[c++] = Int64GetDatum((int64) st->deadlocks);
 		Assert(c <= STATS_COLS);
+		Assert(rsinfo->setDesc->natts <= c);
 
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}

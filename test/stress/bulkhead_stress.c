@@ -11,6 +11,9 @@
  *	  bulkhead_stress [-c clients] [-t seconds] [-d conninfo] [-w w1,w2,w3]
  *	                  [-s seed] [-m monitor_ms] [-C cancel_ms]
  *	                  [-K terminate_ms] [-L limit_ms] [-v]
+ *	  bulkhead_stress -D nocycle|cycle [-c clients] [-t seconds] [-d conninfo]
+ *
+ * The -D modes are described in deadlock_modes.c.
  *
  * The workloads must exist (enforce mode) in the database of the conninfo,
  * which must be bulkhead.database.  The tool resets their statistics when
@@ -66,6 +69,8 @@
 
 #include <libpq-fe.h>
 
+#include "deadlock_modes.h"
+
 #define MAX_WORKLOADS	8
 #define MAX_STEPS		16
 #define MAX_SHOWN_VIOLATIONS 40
@@ -84,6 +89,7 @@ static int	opt_limit_ms = 1000;	/* mean interval between limit changes, per
 static int	opt_think_ms = 3;		/* max pause between two operations */
 static int	opt_backoff_ms = 20;	/* max pause after a rejection or timeout */
 static bool opt_verbose = false;
+static const char *opt_deadlock_mode = NULL;	/* -D: see deadlock_modes.c */
 
 /*---- workloads ----*/
 static int	nworkloads = 0;
@@ -96,7 +102,8 @@ static int	queue_timeout_ms[MAX_WORKLOADS];
 /*---- time and randomness ----*/
 static int64_t t_start;
 
-static int64_t
+/* monotonic microseconds (deadlock_modes.c uses it too) */
+int64_t
 now_us(void)
 {
 	struct timespec ts;
@@ -1887,6 +1894,7 @@ usage(void)
 			"usage: bulkhead_stress [-c clients] [-t seconds] [-d conninfo] [-w w1,w2,...]\n"
 			"                       [-s seed] [-m monitor_ms] [-C cancel_ms] [-K terminate_ms]\n"
 			"                       [-L limit_ms] [-T think_ms] [-B backoff_ms] [-v]\n"
+			"       bulkhead_stress -D nocycle|cycle [-c clients] [-t seconds] [-d conninfo]\n"
 			"  -c  clients (default 64)            -t  seconds (default 60)\n"
 			"  -d  libpq conninfo (default: PG* environment)\n"
 			"  -w  workloads, comma-separated (default stress_a,stress_b,stress_c)\n"
@@ -1897,7 +1905,9 @@ usage(void)
 			"  -L  mean interval between limit changes of a workload, ms (default 1000)\n"
 			"  -T  longest pause between two operations of a client, ms (default 3)\n"
 			"  -B  longest pause after a rejection or a timeout, ms (default 20)\n"
-			"  -v  verbose\n");
+			"  -v  verbose\n"
+			"  -D  deadlock mode instead (deadlock_modes.c): nocycle (no cycle can form,\n"
+			"      no 40P01 may be seen) or cycle (cycles built on purpose, one victim each)\n");
 	exit(2);
 }
 
@@ -1924,7 +1934,7 @@ main(int argc, char **argv)
 	double		runtime;
 	char	   *tok;
 
-	while ((opt = getopt(argc, argv, "c:t:d:w:s:m:C:K:L:T:B:vh")) != -1)
+	while ((opt = getopt(argc, argv, "c:t:d:w:s:m:C:K:L:T:B:D:vh")) != -1)
 	{
 		switch (opt)
 		{
@@ -1964,12 +1974,18 @@ main(int argc, char **argv)
 			case 'v':
 				opt_verbose = true;
 				break;
+			case 'D':
+				opt_deadlock_mode = optarg;
+				break;
 			default:
 				usage();
 		}
 	}
 	if (optind != argc)
 		usage();
+	if (opt_deadlock_mode != NULL)
+		return deadlock_stress_main(opt_deadlock_mode, opt_clients, opt_seconds,
+									opt_conninfo);
 
 	if (opt_workloads == NULL)
 		opt_workloads = strdup("stress_a,stress_b,stress_c");

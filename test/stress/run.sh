@@ -13,9 +13,16 @@
 # server log shows a crash, and ends with the line "N passed, N failed".
 # Exit status 0 only if no invariant was violated.
 #
+# Then the deadlock modes (test/stress/deadlock_modes.c), short: "nocycle"
+# (permits in one global order, rows locked after them: zero 40P01 allowed)
+# with DEADLOCK_CLIENTS clients, and "cycle" (cycles built on purpose: one
+# victim each), each for DEADLOCK_SECONDS seconds (default 32 clients, 20 s).
+#
 # Longer runs: bash test/stress/run.sh 128 600
 # Extra options for the tool (seed, rates; see bulkhead_stress -h):
 #   STRESS_OPTS="-s 42 -C 5" bash test/stress/run.sh
+# Only some of the runs (main, nocycle, cycle), e.g. a long nocycle run:
+#   STRESS_MODES=nocycle DEADLOCK_CLIENTS=64 DEADLOCK_SECONDS=600 bash test/stress/run.sh
 set -euo pipefail
 
 STRESS_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
@@ -31,6 +38,14 @@ case $CLIENTS$SECONDS_ in *[!0-9]*|'') bh_die "usage: bash test/stress/run.sh [C
 if [ "$CLIENTS" -lt 1 ] || [ "$SECONDS_" -lt 1 ]; then
     bh_die "CLIENTS and SECONDS must be at least 1"
 fi
+
+MODES=${STRESS_MODES:-main nocycle cycle}
+DL_CLIENTS=${DEADLOCK_CLIENTS:-32}
+DL_SECONDS=${DEADLOCK_SECONDS:-20}
+case $DL_CLIENTS$DL_SECONDS in *[!0-9]*|'') bh_die "DEADLOCK_CLIENTS and DEADLOCK_SECONDS must be numbers" ;; esac
+CONNS=$CLIENTS
+[ "$DL_CLIENTS" -le "$CONNS" ] || CONNS=$DL_CLIENTS
+CONNS=$((CONNS * 3 / 2 + 20))    # cycle mode: a watcher per pair of clients
 
 bh_require_root
 
@@ -62,8 +77,8 @@ bh_say "building the stress tool"
 make -C "$WORK/src/test/stress" PG_CONFIG="$BH_PG_CONFIG" >"$WORK/tool.log" 2>&1 ||
     { cat "$WORK/tool.log"; bh_die "the stress tool did not build"; }
 
-bh_say "starting a throwaway cluster (max_connections = $((CLIENTS + 20)))"
-bench_cluster_start "max_connections = $((CLIENTS + 20))"
+bh_say "starting a throwaway cluster (max_connections = $CONNS)"
+bench_cluster_start "max_connections = $CONNS"
 trap cleanup EXIT    # bench_cluster_start set its own; ours stops it too
 
 # B=2/Q=4, B=4/Q=8 with a statement_timeout guard, B=1/Q=0; short queue
@@ -75,13 +90,26 @@ bench_psql -c "INSERT INTO bulkhead_workload
     ('stress_c', 1, 0, '10ms', NULL)" >/dev/null
 for w in stress_a stress_b stress_c; do bench_wait_loaded "$w"; done
 
-bh_say "running bulkhead_stress: $CLIENTS clients, $SECONDS_ s"
 status=0
-# shellcheck disable=SC2086  # STRESS_OPTS holds options
-timeout --signal=INT --kill-after=30 $((SECONDS_ + 120)) \
-    "$WORK/src/test/stress/bulkhead_stress" -c "$CLIENTS" -t "$SECONDS_" \
-    -d "host=$BENCH_DIR port=$BENCH_PORT dbname=postgres user=postgres" \
-    -w stress_a,stress_b,stress_c ${STRESS_OPTS:-} || status=$?
+CONNINFO="host=$BENCH_DIR port=$BENCH_PORT dbname=postgres user=postgres"
+for mode in $MODES; do
+    case $mode in
+        main)
+            bh_say "running bulkhead_stress: $CLIENTS clients, $SECONDS_ s"
+            # shellcheck disable=SC2086  # STRESS_OPTS holds options
+            timeout --signal=INT --kill-after=30 $((SECONDS_ + 120)) \
+                "$WORK/src/test/stress/bulkhead_stress" -c "$CLIENTS" -t "$SECONDS_" \
+                -d "$CONNINFO" -w stress_a,stress_b,stress_c ${STRESS_OPTS:-} || status=$?
+            ;;
+        nocycle|cycle)
+            bh_say "running bulkhead_stress -D $mode: $DL_CLIENTS clients, $DL_SECONDS s"
+            timeout --signal=INT --kill-after=30 $((DL_SECONDS + 120)) \
+                "$WORK/src/test/stress/bulkhead_stress" -D "$mode" -c "$DL_CLIENTS" \
+                -t "$DL_SECONDS" -d "$CONNINFO" || status=$?
+            ;;
+        *) bh_die "unknown stress mode $mode (main, nocycle, cycle)" ;;
+    esac
+done
 
 # the server must not have crashed or restarted meanwhile
 log="$BENCH_DIR/server.log"

@@ -320,7 +320,8 @@ my %expected_types = (
 		  wait_time_seconds hold_time_seconds activity_backends)),
 	(map { ("bulkhead_${_}_total" => 'counter') }
 		  qw(acquired rejected_full timed_out cancelled released
-		  shadow_queued shadow_rejected wait_time_seconds hold_time_seconds)));
+		  shadow_queued shadow_rejected deadlocks wait_time_seconds
+		  hold_time_seconds)));
 for my $m (sort keys %expected_types)
 {
 	is($types{$m}, $expected_types{$m}, "# TYPE $m $expected_types{$m}");
@@ -343,7 +344,8 @@ my %expect_w = (
 	cancelled_total => 1,
 	released_total => 3,
 	shadow_queued_total => 0,
-	shadow_rejected_total => 0);
+	shadow_rejected_total => 0,
+	deadlocks_total => 0);
 my %expect_sh = (
 	%expect_w,
 	running => 0,

@@ -1,0 +1,20 @@
+/*-------------------------------------------------------------------------
+ *
+ * deadlock_modes.h
+ *	  The deadlock modes of bulkhead_stress (deadlock_modes.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef DEADLOCK_MODES_H
+#define DEADLOCK_MODES_H
+
+#include <stdint.h>
+
+/* Monotonic clock in microseconds (bulkhead_stress.c) */
+extern int64_t now_us(void);
+
+/* Run mode "nocycle" or "cycle"; returns the exit status of the tool */
+extern int	deadlock_stress_main(const char *mode, int clients, int seconds,
+								 const char *conninfo);
+
+#endif							/* DEADLOCK_MODES_H */
