@@ -182,24 +182,31 @@ DELETE FROM bulkhead_rule WHERE position IN (1, 2);
 -- so it matches no rule with a client_addr, even the widest networks
 -- (test/t/090_rules.pl matches networks over TCP)
 SELECT inet_client_addr();
+-- (with a rule on application_name after them, to see when they are loaded)
 INSERT INTO bulkhead_rule (position, client_addr, workload)
 VALUES (1, '0.0.0.0/0', 'web'), (2, '::/0', 'web'),
        (3, '127.0.0.0/8', 'reports');
+INSERT INTO bulkhead_rule (position, application_name, workload)
+VALUES (5, 'marker', 'reports');
 SET ROLE regress_rule_app;
-SELECT bh_wait($$(SELECT rule_position FROM bulkhead_classify()) = 1000$$);
+SET application_name = 'marker';
+SELECT bh_wait($$(SELECT rule_position FROM bulkhead_classify()) = 5$$);
+SELECT * FROM bulkhead_classify();
+SET application_name = 'psql';
 SELECT * FROM bulkhead_classify();
 RESET ROLE;
 -- the value kept is a network: what the operator wrote is shown back
 SELECT position, client_addr, masklen(client_addr) FROM bulkhead_rule
  WHERE client_addr IS NOT NULL ORDER BY position;
+DELETE FROM bulkhead_rule WHERE position BETWEEN 1 AND 5;
 -- every criterion of a row must match: right database, wrong program
 INSERT INTO bulkhead_rule (position, database, application_name, workload)
 VALUES (4, 'contrib_regression', 'batch%', 'jobs');
 SET ROLE regress_rule_app;
-SET application_name = 'web-frontend';
-SELECT bh_wait($$(SELECT rule_position FROM bulkhead_classify()) = 10$$);
-SELECT * FROM bulkhead_classify();
 SET application_name = 'batch-7';
+SELECT bh_wait($$(SELECT rule_position FROM bulkhead_classify()) = 4$$);
+SELECT * FROM bulkhead_classify();
+SET application_name = 'web-frontend';
 SELECT * FROM bulkhead_classify();
 RESET ROLE;
 DELETE FROM bulkhead_rule WHERE position BETWEEN 1 AND 4;
