@@ -141,11 +141,10 @@ RESET ROLE;
 --    client address
 --
 -- a rule on role only, before the application rules: members of
--- regress_rule_group (directly or not) go to jobs whatever their program
+-- regress_rule_group (directly or not) go to jobs whatever their program;
+-- and a catch-all, last (one statement: loaded together)
 INSERT INTO bulkhead_rule (position, role, workload)
-VALUES (5, 'regress_rule_group', 'jobs');
--- a catch-all, last
-INSERT INTO bulkhead_rule (position, workload) VALUES (1000, 'other');
+VALUES (5, 'regress_rule_group', 'jobs'), (1000, NULL, 'other');
 SET application_name = 'web-frontend';
 SET ROLE regress_rule_member;
 SELECT bh_wait($$(SELECT rule_position FROM bulkhead_classify()) = 5$$);
