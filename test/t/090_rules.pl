@@ -51,7 +51,8 @@ wait_loaded($primary, $_, 4) for qw(web jobs reports remote direct locked);
 # A TCP relay: listens on 127.0.0.1 (a free port, returned with its pid)
 # and connects every client it accepts to 127.0.0.1:$to_port from
 # $from_addr, copying bytes both ways.  Its processes leave with
-# POSIX::_exit, so that no END block of the test runs in them.
+# POSIX::_exit, also on SIGTERM, so that no END block of the test (which
+# stops the nodes) runs in them.
 sub start_relay
 {
 	my ($to_port, $from_addr) = @_;
@@ -64,6 +65,9 @@ sub start_relay
 	my $pid = fork() // die "relay: fork: $!";
 	if ($pid == 0)
 	{
+		# no die() handler of the test's (PostgreSQL 18's Cluster.pm has
+		# one for TERM) may run here
+		$SIG{TERM} = $SIG{INT} = sub { POSIX::_exit(0) };
 		local $SIG{CHLD} = 'IGNORE';
 		while (my $client = $listen->accept)
 		{
