@@ -20,7 +20,8 @@ OBJS = \
 	src/functions.o \
 	src/gate.o \
 	src/stats.o \
-	src/views.o
+	src/views.o \
+	src/rules.o
 DATA = sql/bulkhead--1.0.sql sql/bulkhead--1.1.sql sql/bulkhead--1.0--1.1.sql
 PG_CPPFLAGS = -I$(srcdir)/src
 PG_CFLAGS = -Wall -Werror
@@ -32,7 +33,7 @@ FIXED_LOCALE = --encoding=UTF8 --no-locale
 
 # pg_regress: sql/<name>.sql against expected/<name>.out
 REGRESS = setup workload_table permits scopes guards errors stats transparent \
-	bad_input privileges
+	bad_input privileges rules
 REGRESS_OPTS = --temp-instance=./tmp_check_regress $(FIXED_LOCALE) \
 	--temp-config=$(srcdir)/test/regress.conf
 

@@ -164,3 +164,78 @@ REVOKE ALL ON FUNCTION @extschema@.bulkhead_stats_reset(text) FROM PUBLIC;
 
 GRANT SELECT ON @extschema@.bulkhead_stats TO PUBLIC;
 GRANT SELECT ON @extschema@.bulkhead_activity TO PUBLIC;
+
+-- Classification rules: the first row in position order that matches a
+-- session names the workload its transactions take, as bulkhead.workload
+-- does (which wins over them).  NULL matches anything.
+CREATE TABLE @extschema@.bulkhead_rule (
+    position          integer  PRIMARY KEY,
+    role              text
+                      CONSTRAINT bulkhead_rule_role_length
+                      CHECK (octet_length(role) BETWEEN 1 AND 63),
+    database          text
+                      CONSTRAINT bulkhead_rule_database_length
+                      CHECK (octet_length(database) BETWEEN 1 AND 63),
+    application_name  text
+                      CONSTRAINT bulkhead_rule_application_name_length
+                      CHECK (octet_length(application_name) BETWEEN 1 AND 63)
+                      -- a LIKE pattern, escape character \ (chr(92)): it
+                      -- cannot end in an escape that escapes nothing
+                      CONSTRAINT bulkhead_rule_application_name_pattern
+                      CHECK ((length(application_name) -
+                              length(rtrim(application_name, chr(92)))) % 2 = 0),
+    client_addr       inet,
+    workload          text     NOT NULL
+                      CONSTRAINT bulkhead_rule_workload_length
+                      CHECK (octet_length(workload) BETWEEN 1 AND 63)
+                      CONSTRAINT bulkhead_rule_workload_fkey
+                      REFERENCES @extschema@.bulkhead_workload (name)
+                      ON UPDATE CASCADE
+);
+
+COMMENT ON TABLE @extschema@.bulkhead_rule IS
+    'bulkhead classification rules: sessions matched by role, database, application_name and client_addr take the permits of workload';
+
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.bulkhead_rule', '');
+
+-- Refuses changes outside bulkhead.database and beyond bulkhead.max_rules,
+-- and tells the worker to reload when the transaction commits.
+CREATE FUNCTION @extschema@.bulkhead_rule_changed()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'bulkhead_rule_changed'
+LANGUAGE C;
+
+CREATE TRIGGER bulkhead_rule_check
+    BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.bulkhead_rule
+    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.bulkhead_rule_changed();
+
+CREATE TRIGGER bulkhead_rule_notify
+    AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.bulkhead_rule
+    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.bulkhead_rule_changed();
+
+-- The workload the calling session's next transaction takes, and why:
+-- source 'setting' (bulkhead.workload), 'rule' (rule_position), 'superuser'
+-- (bulkhead.exempt_superuser) or 'none'.
+CREATE FUNCTION @extschema@.bulkhead_classify(
+    OUT workload text,
+    OUT source text,
+    OUT rule_position integer)
+RETURNS record
+AS 'MODULE_PATHNAME', 'bulkhead_classify'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+-- The same for any backend, as it published it (superusers only).
+CREATE FUNCTION @extschema@.bulkhead_classify(
+    pid integer,
+    OUT workload text,
+    OUT source text,
+    OUT rule_position integer)
+RETURNS record
+AS 'MODULE_PATHNAME', 'bulkhead_classify_pid'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+-- How many times any backend matched its session against the rules.
+CREATE FUNCTION @extschema@.bulkhead_rule_evaluations()
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'bulkhead_rule_evaluations'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;

@@ -74,7 +74,8 @@ INSERT INTO bulkhead_workload (name, max_running) VALUES ('one_too_many', 1);
 SELECT count(*) FROM bulkhead_workload;
 SELECT bh_wait($$(SELECT count(*) FROM bulkhead_stats) = 10$$);
 DELETE FROM bulkhead_workload WHERE name LIKE 'w_';
-TRUNCATE bulkhead_workload;
+-- bulkhead_rule references it: TRUNCATE both, or TRUNCATE ... CASCADE
+TRUNCATE bulkhead_workload, bulkhead_rule;
 SELECT bh_wait($$(SELECT count(*) FROM bulkhead_stats) = 0$$);
 
 -- changes are refused outside bulkhead.database

@@ -10,6 +10,7 @@
  *-------------------------------------------------------------------------
  */
 #include "bulkhead.h"
+#include "rules.h"
 
 #include "fmgr.h"
 #include "miscadmin.h"
@@ -43,6 +44,7 @@ bulkhead_shmem_request_hook(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 	bulkhead_shmem_request();
+	bulkhead_rules_shmem_request();
 }
 #endif
 
@@ -52,6 +54,7 @@ bulkhead_shmem_startup_hook(void)
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
 	bulkhead_shmem_startup();
+	bulkhead_rules_shmem_startup();
 }
 
 void
@@ -98,6 +101,7 @@ _PG_init(void)
 							 NULL, NULL, NULL);
 
 	bulkhead_gate_init();
+	bulkhead_rules_init();
 
 #if PG_VERSION_NUM >= 150000
 	MarkGUCPrefixReserved("bulkhead");
@@ -110,6 +114,7 @@ _PG_init(void)
 	shmem_request_hook = bulkhead_shmem_request_hook;
 #else
 	bulkhead_shmem_request();
+	bulkhead_rules_shmem_request();
 #endif
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = bulkhead_shmem_startup_hook;

@@ -192,6 +192,7 @@ extern BulkheadShared *bulkhead_shared;
 extern void bulkhead_shmem_request(void);
 extern void bulkhead_shmem_startup(void);
 extern void bulkhead_check_loaded(void);
+extern int	bulkhead_backend_count(void);
 extern int	bulkhead_find_slot(const char *name);
 
 /* The permit entries of the backend that uses PGPROC number procno */

@@ -1,13 +1,15 @@
 /*-------------------------------------------------------------------------
  *
  * catalog.c
- *	  The trigger on bulkhead_workload: changes are accepted only in
- *	  bulkhead.database and up to bulkhead.max_workloads rows, and a
- *	  committed change wakes the worker (never a rolled-back one).
+ *	  The triggers on bulkhead_workload and bulkhead_rule: changes are
+ *	  accepted only in bulkhead.database and up to bulkhead.max_workloads
+ *	  (bulkhead.max_rules) rows, and a committed change wakes the worker
+ *	  (never a rolled-back one).
  *
  *-------------------------------------------------------------------------
  */
 #include "bulkhead.h"
+#include "rules.h"
 
 #include "access/tableam.h"
 #include "access/xact.h"
@@ -23,21 +25,32 @@
 #include "utils/snapmgr.h"
 
 PG_FUNCTION_INFO_V1(bulkhead_workload_changed);
+PG_FUNCTION_INFO_V1(bulkhead_rule_changed);
+
+/* A configuration table and what its trigger says about it */
+typedef struct ConfigTable
+{
+	const char *function;		/* the trigger function */
+	const char *table;
+	const char *what;			/* "workloads", "rules" */
+	const char *limit_setting;
+	int			limit;
+} ConfigTable;
 
 static void
-check_database(void)
+check_database(const ConfigTable *ct)
 {
 	char	   *current = get_database_name(MyDatabaseId);
 
 	if (current == NULL || strcmp(current, bulkhead_database) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("bulkhead workloads can only be changed in database \"%s\"",
-						bulkhead_database),
-				 errdetail("The setting \"bulkhead.database\" names the database whose bulkhead_workload table defines the workloads; this is database \"%s\".",
-						   current ? current : "?"),
-				 errhint("Connect to database \"%s\" to change workloads.",
-						 bulkhead_database)));
+				 errmsg("bulkhead %s can only be changed in database \"%s\"",
+						ct->what, bulkhead_database),
+				 errdetail("The setting \"bulkhead.database\" names the database whose %s table defines the %s; this is database \"%s\".",
+						   ct->table, ct->what, current ? current : "?"),
+				 errhint("Connect to database \"%s\" to change %s.",
+						 bulkhead_database, ct->what)));
 }
 
 /*
@@ -50,7 +63,7 @@ check_database(void)
  * search_path nor its privileges come into play.
  */
 static void
-check_row_count(Relation rel)
+check_row_count(Relation rel, const ConfigTable *ct)
 {
 	Snapshot	snapshot;
 	TableScanDesc scan;
@@ -68,18 +81,19 @@ check_row_count(Relation rel)
 	table_endscan(scan);
 	UnregisterSnapshot(snapshot);
 
-	if (rows > bulkhead_max_workloads)
+	if (rows > ct->limit)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("too many bulkhead workloads"),
-				 errdetail("bulkhead_workload would hold %lld rows; shared memory has room for %d.",
-						   (long long) rows, bulkhead_max_workloads),
-				 errhint("Raise \"bulkhead.max_workloads\" and restart the server.")));
+				 errmsg("too many bulkhead %s", ct->what),
+				 errdetail("%s would hold %lld rows; shared memory has room for %d.",
+						   ct->table, (long long) rows, ct->limit),
+				 errhint("Raise \"%s\" and restart the server.",
+						 ct->limit_setting)));
 }
 
-/* BEFORE and AFTER ... FOR EACH STATEMENT trigger on bulkhead_workload */
-Datum
-bulkhead_workload_changed(PG_FUNCTION_ARGS)
+/* BEFORE and AFTER ... FOR EACH STATEMENT trigger on a configuration table */
+static Datum
+config_table_changed(FunctionCallInfo fcinfo, const ConfigTable *ct)
 {
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 
@@ -87,17 +101,36 @@ bulkhead_workload_changed(PG_FUNCTION_ARGS)
 		!TRIGGER_FIRED_FOR_STATEMENT(trigdata->tg_event))
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("bulkhead_workload_changed() must be called as a statement trigger")));
+				 errmsg("%s() must be called as a statement trigger",
+						ct->function)));
 	bulkhead_check_loaded();
 
 	if (TRIGGER_FIRED_BEFORE(trigdata->tg_event))
-		check_database();
+		check_database(ct);
 	else
 	{
 		if (TRIGGER_FIRED_BY_INSERT(trigdata->tg_event) ||
 			TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
-			check_row_count(trigdata->tg_relation);
+			check_row_count(trigdata->tg_relation, ct);
 		bulkhead_request_reload_at_commit();
 	}
 	return PointerGetDatum(NULL);
+}
+
+Datum
+bulkhead_workload_changed(PG_FUNCTION_ARGS)
+{
+	ConfigTable ct = {"bulkhead_workload_changed", "bulkhead_workload",
+	"workloads", "bulkhead.max_workloads", bulkhead_max_workloads};
+
+	return config_table_changed(fcinfo, &ct);
+}
+
+Datum
+bulkhead_rule_changed(PG_FUNCTION_ARGS)
+{
+	ConfigTable ct = {"bulkhead_rule_changed", "bulkhead_rule",
+	"rules", "bulkhead.max_rules", bulkhead_max_rules};
+
+	return config_table_changed(fcinfo, &ct);
 }

@@ -18,11 +18,13 @@
  * PREPARE/DEALLOCATE, CLOSE; aborted transactions (only ROLLBACK can run);
  * processes other than client backends (autovacuum, background and
  * parallel workers, walsenders); superusers while
- * bulkhead.exempt_superuser is on.
+ * bulkhead.exempt_superuser is on.  Sessions that a rule sends to a workload
+ * are gated exactly as those sent by bulkhead.workload.
  *
  *-------------------------------------------------------------------------
  */
 #include "bulkhead.h"
+#include "rules.h"
 
 #include "access/parallel.h"
 #include "access/xact.h"
@@ -69,20 +71,24 @@ utility_needs_no_permit(Node *stmt)
 static void
 gate_transaction(void)
 {
-	if (gate_passed || bulkhead_gate_workload == NULL ||
-		bulkhead_gate_workload[0] == '\0')
+	BulkheadClassification class;
+
+	if (gate_passed)
 		return;
 	if (MyBackendType != B_BACKEND || am_walsender || IsParallelWorker() ||
 		IsAbortedTransactionBlockState() || bulkhead_shared == NULL)
 		return;
-	if (bulkhead_exempt_superuser && superuser())
+
+	/* bulkhead.workload, else the rules; the superuser exemption (rules.c) */
+	bulkhead_classify_session(&class);
+	if (class.workload == NULL)
 		return;
 
-	if (bulkhead_local_index_by_name(bulkhead_gate_workload) < 0)
+	if (bulkhead_local_index_by_name(class.workload) < 0)
 	{
 		int			statement_timeout = StatementTimeout;
 
-		(void) bulkhead_acquire_permit(bulkhead_gate_workload, 0, true,
+		(void) bulkhead_acquire_permit(class.workload, 0, true,
 									   BULKHEAD_SCOPE_AUTO, false);
 
 		/*
@@ -153,7 +159,7 @@ bulkhead_gate_init(void)
 							   NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("bulkhead.exempt_superuser",
-							 "Superusers' transactions are not gated by bulkhead.workload.",
+							 "Superusers' transactions are not gated by bulkhead.workload or by rules.",
 							 NULL,
 							 &bulkhead_exempt_superuser,
 							 true,

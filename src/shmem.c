@@ -23,7 +23,7 @@
 BulkheadShared *bulkhead_shared = NULL;
 
 /* PGPROCs that may own entries: the same count as InitProcGlobal's */
-static int
+int
 bulkhead_backend_count(void)
 {
 #if PG_VERSION_NUM >= 150000

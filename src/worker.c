@@ -5,7 +5,8 @@
  *	  memory, serves waiters when a limit grows, and frees the permits of
  *	  backends that are gone without releasing them.
  *
- * The worker connects to bulkhead.database.  It reloads when a committed
+ * The worker connects to bulkhead.database.  It reads bulkhead_rule (rules.c)
+ * with bulkhead_workload, in the same snapshot.  It reloads when a committed
  * change asks for it (shared->config_requested, bumped at commit by the
  * table's trigger, and our latch), and also by polling: every second on a
  * hot standby, where changes arrive through WAL replay and fire no trigger,
@@ -19,6 +20,7 @@
  */
 #include "bulkhead.h"
 #include "entry_list.h"
+#include "rules.h"
 
 #include "access/xact.h"
 #include "access/xlog.h"
@@ -98,11 +100,14 @@ worker_exit(int code, Datum arg)
 static void
 worker_unload_unless_connected(int code, Datum arg)
 {
+	BulkheadRuleList no_rules = {0, NULL};
+
 	if (worker_connected)
 		return;
 	LWLockAcquire(bulkhead_shared->dir_lock, LW_EXCLUSIVE);
 	apply_rows(NULL, 0, false);
 	LWLockRelease(bulkhead_shared->dir_lock);
+	bulkhead_rules_apply(&no_rules);
 }
 
 /* Milliseconds guard column: NULL -> no guard */
@@ -155,11 +160,12 @@ read_row(HeapTuple tuple, TupleDesc desc, WorkloadRow *row)
 }
 
 /*
- * Read the table (if the extension exists in this database) into rows,
- * allocated in the caller's memory context.  Returns the number of rows.
+ * Read the table (if the extension exists in this database) into rows, and
+ * the rules into rules_out, allocated in the caller's memory context.
+ * Returns the number of rows.
  */
 static int
-read_table(WorkloadRow **rows_out)
+read_table(WorkloadRow **rows_out, BulkheadRuleList *rules_out)
 {
 	MemoryContext caller = CurrentMemoryContext;
 	WorkloadRow *rows = NULL;
@@ -167,6 +173,8 @@ read_table(WorkloadRow **rows_out)
 	static bool warned_missing = false;
 	int			i;
 
+	rules_out->nrules = 0;
+	rules_out->rules = NULL;
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
 
@@ -209,6 +217,7 @@ read_table(WorkloadRow **rows_out)
 		rows = MemoryContextAlloc(caller, sizeof(WorkloadRow) * Max(nrows, 1));
 		for (i = 0; i < nrows; i++)
 			read_row(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, &rows[i]);
+		bulkhead_rules_read(schema, caller, rules_out);
 	}
 
 	SPI_finish();
@@ -331,15 +340,18 @@ static void
 load_config(void)
 {
 	WorkloadRow *rows;
+	BulkheadRuleList rules;
 	int			nrows;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	pgstat_report_activity(STATE_RUNNING, "loading bulkhead workloads");
-	nrows = read_table(&rows);
+	nrows = read_table(&rows, &rules);
 	LWLockAcquire(bulkhead_shared->dir_lock, LW_EXCLUSIVE);
 	apply_rows(rows, nrows, true);
 	LWLockRelease(bulkhead_shared->dir_lock);
+	/* after the workloads, so that a new rule's workload is there first */
+	bulkhead_rules_apply(&rules);
 	CommitTransactionCommand();
 	pgstat_report_activity(STATE_IDLE, NULL);
 }

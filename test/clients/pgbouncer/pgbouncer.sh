@@ -9,6 +9,9 @@
 #   single        pool_size 1, transaction pooling  (every client gets the
 #                 same server connection: the session-permit demonstration)
 #   sessionpool   pool_size 1, session pooling      (DISCARD ALL, informational)
+# Tests: pgbench with transaction permits, a session permit under
+# transaction pooling, transparent admission (bulkhead.workload), and
+# classification rules on application_name.
 
 PGB_DIR=
 PGB_PORT=
@@ -46,7 +49,7 @@ server_reset_query = DISCARD ALL
 ignore_startup_parameters = extra_float_digits
 logfile = $PGB_DIR/pgbouncer.log
 EOF
-    printf '"%s" ""\n' postgres bh_gated >"$PGB_DIR/userlist.txt"
+    printf '"%s" ""\n' postgres bh_gated bh_ruled >"$PGB_DIR/userlist.txt"
     chown -R postgres:postgres "$PGB_DIR"
     # in the foreground of its own process (setpriv execs it, so the pid is
     # PgBouncer's own), as postgres: PgBouncer refuses to run as root
@@ -244,6 +247,84 @@ pgb_test_transparent() {
     check "transparent: running = 0 at the end" test "$(stat_of "$w" running)" = 0
 }
 
+# 4. Classification rules through PgBouncer.  PgBouncer keeps each client's
+# application_name and, when it hands a server connection to a client whose
+# value differs, sets it on that connection first (SET application_name):
+# the server, and so the rules, see the client's own name, and the gate
+# reclassifies at that client's transaction.
+pgb_ruled_psql() {    # pgb_ruled_psql APPNAME DB ARGS...: as bh_ruled, through PgBouncer
+    local app=$1 db=$2
+    shift 2
+    env PGAPPNAME="$app" "$BH_BINDIR/psql" -X -q -At -h 127.0.0.1 -p "$PGB_PORT" -U bh_ruled -d "$db" "$@"
+}
+
+pgb_test_rules() {
+    local a b pid_a pid_b out_web=$WORK/pgbench_web.out out_jobs=$WORK/pgbench_jobs.out
+    local rc_web rc_jobs p_web p_jobs f_web f_jobs peak_web peak_jobs
+    local show="SELECT current_setting('application_name') || '|' || pg_backend_pid() || '|' ||
+                       (SELECT workload || ':' || source || ':' || rule_position FROM bulkhead_classify()) || '|' ||
+                       (SELECT string_agg(workload || ':' || scope, ',') FROM bulkhead_activity
+                         WHERE pid = pg_backend_pid())"
+    pgb_define pgb_web 2 100 30s NULL && pgb_define pgb_jobs 1 100 30s NULL ||
+        { fail "rules: define workloads pgb_web, pgb_jobs"; return; }
+    direct -c "SET client_min_messages = warning" -c "DROP ROLE IF EXISTS bh_ruled" \
+        -c "CREATE ROLE bh_ruled LOGIN" \
+        -c "INSERT INTO bulkhead_rule (position, application_name, workload)
+            VALUES (910, 'pgb-web%', 'pgb_web'), (920, 'pgb-jobs%', 'pgb_jobs')" >/dev/null ||
+        { fail "rules: define the rules"; return; }
+    # wait until the worker loaded them (a session of the web program sees its rule)
+    for _ in $(seq 100); do
+        [ "$(direct -c "SET application_name = 'pgb-web'" -c "SET ROLE bh_ruled" \
+                   -c "SELECT workload FROM bulkhead_classify()")" = pgb_web ] && break
+        sleep 0.05
+    done
+    # (that check ran a gated statement)
+    direct -c "SELECT bulkhead_stats_reset('pgb_web')" >/dev/null
+
+    # two clients, one after the other, over the same server connection (pool "single")
+    a=$(pgb_ruled_psql pgb-web-1 single -c "$show")
+    b=$(pgb_ruled_psql pgb-jobs-1 single -c "$show")
+    echo "    | client pgb-web-1:  $a"
+    echo "    | client pgb-jobs-1: $b"
+    pid_a=$(cut -d'|' -f2 <<<"$a")
+    pid_b=$(cut -d'|' -f2 <<<"$b")
+    check "rules: both clients got the same server connection (pid $pid_a)" test "$pid_a" = "$pid_b"
+    check "rules: the server sees client A's application_name, A is gated by its rule" \
+        test "$a" = "pgb-web-1|$pid_a|pgb_web:rule:910|pgb_web:auto"
+    check "rules: then client B's, and B is gated by its own rule" \
+        test "$b" = "pgb-jobs-1|$pid_b|pgb_jobs:rule:920|pgb_jobs:auto"
+
+    # two programs at once through the pool of 6: every transaction counts in
+    # its own client's workload, whichever server connection it ran on
+    echo "    pgbench -c 8 -T 3 as pgb-web and as pgb-jobs at once, one role, through PgBouncer"
+    env PGAPPNAME=pgb-web timeout -k 10 60 "$BH_BINDIR/pgbench" -n -h 127.0.0.1 -p "$PGB_PORT" \
+        -U bh_ruled -c 8 -j 2 -T 3 -f "$PGB_HERE/auto_gated.sql" postgres >"$out_web" 2>&1 &
+    local web_pid=$!
+    run_child env PGAPPNAME=pgb-jobs timeout -k 10 60 "$BH_BINDIR/pgbench" -n -h 127.0.0.1 -p "$PGB_PORT" \
+        -U bh_ruled -c 8 -j 2 -T 3 -f "$PGB_HERE/auto_gated.sql" postgres >"$out_jobs" 2>&1
+    rc_jobs=$?
+    wait "$web_pid"
+    rc_web=$?
+    p_web=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$out_web")
+    p_jobs=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$out_jobs")
+    f_web=$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$out_web")
+    f_jobs=$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$out_jobs")
+    peak_web=$(stat_of pgb_web peak_running)
+    peak_jobs=$(stat_of pgb_jobs peak_running)
+    echo "    | pgb-web: processed $p_web, failed $f_web, pgb_web acquired $(stat_of pgb_web acquired), peak_running $peak_web"
+    echo "    | pgb-jobs: processed $p_jobs, failed $f_jobs, pgb_jobs acquired $(stat_of pgb_jobs acquired), peak_running $peak_jobs"
+    check "rules: both pgbench runs exit 0 with no failed transaction" \
+        test "$rc_web/$rc_jobs/${f_web:-x}/${f_jobs:-x}" = 0/0/0/0 -a "${p_web:-0}" -gt 50 -a "${p_jobs:-0}" -gt 50
+    # the two psql clients above took one permit each
+    check "rules: every pgb-web transaction took a pgb_web permit ($(stat_of pgb_web acquired) = $p_web + 1)" \
+        test "$(stat_of pgb_web acquired)" = "$((${p_web:-0} + 1))"
+    check "rules: every pgb-jobs transaction took a pgb_jobs permit ($(stat_of pgb_jobs acquired) = $p_jobs + 1)" \
+        test "$(stat_of pgb_jobs acquired)" = "$((${p_jobs:-0} + 1))"
+    check "rules: each workload's limit held (peak_running $peak_web <= 2, $peak_jobs <= 1)" \
+        test "$peak_web" -le 2 -a "$peak_jobs" -le 1
+    direct -c "DELETE FROM bulkhead_rule WHERE position IN (910, 920)" >/dev/null
+}
+
 pgbouncer_tests() {
     if [ -z "$PGB_PID" ]; then
         fail "pgbouncer: not running"
@@ -252,6 +333,7 @@ pgbouncer_tests() {
     pgb_test_pgbench
     pgb_test_session_permit
     pgb_test_transparent
+    pgb_test_rules
     pgb_stop
     local left
     for _ in $(seq 50); do    # the server connections end as PgBouncer goes

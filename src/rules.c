@@ -1,0 +1,558 @@
+/*-------------------------------------------------------------------------
+ *
+ * rules.c
+ *	  Classification rules: bulkhead_rule routes sessions to workloads by
+ *	  role, database, application_name and client address.
+ *
+ * The worker reads the table in the same transaction (and snapshot) as
+ * bulkhead_workload and replaces the rule set in shared memory, bumping its
+ * generation only when the set changed.  A client backend classifies itself
+ * at its first transaction and again only when something it matched on may
+ * have changed: the rules' generation, GetUserId() (SET ROLE, SET SESSION
+ * AUTHORIZATION) or application_name.  Its database and client address do
+ * not change within a session.  In steady state a transaction costs one
+ * atomic read, one comparison of user ids and one strcmp.
+ *
+ * An evaluation copies the rules under the rule lock held shared and
+ * matches outside it: role membership and LIKE may read catalogs and may
+ * throw.  The first matching rule in position order wins.
+ *
+ * Which lock protects which field is written down in rules.h.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "bulkhead.h"
+#include "rules.h"
+
+#include "catalog/pg_collation.h"
+#include "catalog/pg_type.h"
+#include "commands/dbcommands.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/proc.h"
+#include "storage/procarray.h"
+#include "storage/shmem.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+
+#if PG_VERSION_NUM >= 170000
+#define PROCNO_OF(proc)		GetNumberFromPGProc(proc)
+#else
+#define PROCNO_OF(proc)		((proc)->pgprocno)
+#endif
+
+PG_FUNCTION_INFO_V1(bulkhead_classify);
+PG_FUNCTION_INFO_V1(bulkhead_classify_pid);
+PG_FUNCTION_INFO_V1(bulkhead_rule_evaluations);
+
+StaticAssertDecl(offsetof(BulkheadRule, client_addr) % sizeof(int32) == 0,
+				 "an inet kept in a rule must be aligned as a varlena header");
+
+/*---- GUC variables ----*/
+int			bulkhead_max_rules = 64;
+
+static BulkheadRuleSet *bulkhead_rules = NULL;
+
+/*---- This session's classification by the rules (backend-local) ----*/
+static bool cache_valid = false;
+static uint64 cache_generation;
+static Oid	cache_userid;
+static char *cache_appname = NULL;	/* TopMemoryContext */
+static bool cache_matched;
+static int32 cache_position;
+static char cache_workload[NAMEDATALEN];
+
+/* What the session matches on that never changes (TopMemoryContext) */
+static bool session_known = false;
+static char *session_database;
+static inet *session_addr;		/* NULL: a Unix-socket session */
+
+/* What this backend last published in its record */
+static bool published = false;
+static BulkheadClassSource published_source;
+static int32 published_position;
+static char published_workload[NAMEDATALEN];
+
+static Size
+rules_shmem_size(void)
+{
+	Size		size;
+
+	size = MAXALIGN(add_size(offsetof(BulkheadRuleSet, rules),
+							 mul_size(bulkhead_max_rules, sizeof(BulkheadRule))));
+	size = add_size(size, mul_size(bulkhead_backend_count(),
+								   sizeof(BulkheadClassRecord)));
+	return size;
+}
+
+/* From _PG_init, before the prefix is reserved */
+void
+bulkhead_rules_init(void)
+{
+	DefineCustomIntVariable("bulkhead.max_rules",
+							"Maximum number of classification rules kept in shared memory.",
+							NULL,
+							&bulkhead_max_rules,
+							64, 1, 10000,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+}
+
+void
+bulkhead_rules_shmem_request(void)
+{
+	RequestAddinShmemSpace(rules_shmem_size());
+	RequestNamedLWLockTranche("bulkhead rules", 1);
+}
+
+void
+bulkhead_rules_shmem_startup(void)
+{
+	bool		found;
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	bulkhead_rules = ShmemInitStruct("bulkhead rules", rules_shmem_size(), &found);
+	if (!found)
+	{
+		BulkheadRuleSet *set = bulkhead_rules;
+		int			i;
+
+		memset(set, 0, rules_shmem_size());
+		set->lock = &GetNamedLWLockTranche("bulkhead rules")[0].lock;
+		set->max_rules = bulkhead_max_rules;
+		pg_atomic_init_u64(&set->generation, 0);
+		pg_atomic_init_u64(&set->evaluations, 0);
+		set->nrecords = bulkhead_backend_count();
+		set->records = (BulkheadClassRecord *)
+			((char *) set + MAXALIGN(offsetof(BulkheadRuleSet, rules) +
+									 sizeof(BulkheadRule) * set->max_rules));
+		for (i = 0; i < set->nrecords; i++)
+			pg_atomic_init_u32(&set->records[i].changecount, 0);
+		set->nrules = 0;
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/*---- Loading (the worker) ----*/
+
+/* A text column into a name-sized buffer; false if NULL */
+static bool
+text_column(HeapTuple tuple, TupleDesc desc, int col, char *buf)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(tuple, desc, col, &isnull);
+
+	if (isnull)
+		return false;
+	strlcpy(buf, TextDatumGetCString(d), NAMEDATALEN);
+	return true;
+}
+
+/*
+ * Read bulkhead_rule of the extension installed in schema, if it has one
+ * (an installed 1.0 has none: no rules).  The caller is connected to SPI,
+ * with the snapshot it read bulkhead_workload with; out->rules is
+ * allocated in cxt, zeroed, so that two equal sets compare equal bytewise.
+ */
+void
+bulkhead_rules_read(const char *schema, MemoryContext cxt, BulkheadRuleList *out)
+{
+	static bool warned_truncated = false;
+	StringInfoData query;
+	char	   *table;
+	int			n;
+	int			i;
+
+	out->nrules = 0;
+	out->rules = NULL;
+
+	table = quote_qualified_identifier(schema, "bulkhead_rule");
+	initStringInfo(&query);
+	appendStringInfo(&query, "SELECT pg_catalog.to_regclass(%s) IS NOT NULL",
+					 quote_literal_cstr(table));
+	if (SPI_execute(query.data, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not look up %s", table);
+	if (strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), "t") != 0)
+		return;
+
+	resetStringInfo(&query);
+	appendStringInfo(&query,
+					 "SELECT position, role, database, application_name,"
+					 " client_addr, workload FROM %s ORDER BY position",
+					 table);
+	if (SPI_execute(query.data, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read %s", table);
+
+	n = (int) SPI_processed;
+	if (n > bulkhead_rules->max_rules)
+	{
+		/* only where the triggers did not run: a standby set lower */
+		if (!warned_truncated)
+			ereport(WARNING,
+					(errmsg("bulkhead: only the first %d of %d rules were loaded",
+							bulkhead_rules->max_rules, n),
+					 errhint("Raise \"bulkhead.max_rules\" and restart the server.")));
+		warned_truncated = true;
+		n = bulkhead_rules->max_rules;
+	}
+	else
+		warned_truncated = false;
+
+	out->rules = MemoryContextAllocZero(cxt, sizeof(BulkheadRule) * Max(n, 1));
+	for (i = 0; i < n; i++)
+	{
+		HeapTuple	tuple = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		BulkheadRule *rule = &out->rules[i];
+		bool		isnull;
+		Datum		addr;
+
+		rule->position = DatumGetInt32(SPI_getbinval(tuple, desc, 1, &isnull));
+		rule->has_role = text_column(tuple, desc, 2, rule->role);
+		rule->has_database = text_column(tuple, desc, 3, rule->database);
+		rule->has_application_name = text_column(tuple, desc, 4,
+												 rule->application_name);
+		addr = SPI_getbinval(tuple, desc, 5, &isnull);
+		if (!isnull)
+		{
+			inet	   *value = DatumGetInetP(addr);	/* 4-byte header */
+
+			if (VARSIZE(value) > sizeof(inet))
+				elog(ERROR, "unexpected size of an inet value");
+			memcpy(&rule->client_addr, value, VARSIZE(value));
+			rule->has_client_addr = true;
+		}
+		(void) text_column(tuple, desc, 6, rule->workload);
+	}
+	out->nrules = n;
+}
+
+/* Replace the rule set; bump the generation only if it changed */
+void
+bulkhead_rules_apply(const BulkheadRuleList *list)
+{
+	BulkheadRuleSet *set = bulkhead_rules;
+	Size		bytes = sizeof(BulkheadRule) * list->nrules;
+
+	LWLockAcquire(set->lock, LW_EXCLUSIVE);
+	if (set->nrules != list->nrules ||
+		(bytes > 0 && memcmp(set->rules, list->rules, bytes) != 0))
+	{
+		if (bytes > 0)
+			memcpy(set->rules, list->rules, bytes);
+		set->nrules = list->nrules;
+		pg_atomic_fetch_add_u64(&set->generation, 1);
+	}
+	LWLockRelease(set->lock);
+}
+
+/*---- Classification (client backends) ----*/
+
+/* The session's database name and client address, once per session */
+static void
+learn_session(void)
+{
+	MemoryContext old;
+	char	   *database;
+	Datum		addr;
+
+	LOCAL_FCINFO(fcinfo, 0);
+
+	if (session_known)
+		return;
+	database = get_database_name(MyDatabaseId);
+	InitFunctionCallInfoData(*fcinfo, NULL, 0, InvalidOid, NULL, NULL);
+	addr = inet_client_addr(fcinfo);	/* NULL over a Unix socket */
+
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	session_database = pstrdup(database ? database : "");
+	session_addr = fcinfo->isnull ? NULL : (inet *) PG_DETOAST_DATUM_COPY(addr);
+	MemoryContextSwitchTo(old);
+	session_known = true;
+}
+
+static bool
+rule_matches(const BulkheadRule *rule, Oid userid, const char *appname)
+{
+	if (rule->has_database && strcmp(rule->database, session_database) != 0)
+		return false;
+	if (rule->has_client_addr &&
+		(session_addr == NULL ||
+		 !DatumGetBool(DirectFunctionCall2(network_subeq,
+										   PointerGetDatum(session_addr),
+										   PointerGetDatum(&rule->client_addr)))))
+		return false;
+	if (rule->has_role)
+	{
+		Oid			roleid = get_role_oid(rule->role, true);
+
+		/* a superuser matches a role only by being its member */
+		if (!OidIsValid(roleid) || !is_member_of_role_nosuper(userid, roleid))
+			return false;
+	}
+	if (rule->has_application_name &&
+		!DatumGetBool(DirectFunctionCall2Coll(textlike, C_COLLATION_OID,
+											  CStringGetTextDatum(appname),
+											  CStringGetTextDatum(rule->application_name))))
+		return false;
+	return true;
+}
+
+/* Match the session against the rules and cache the outcome */
+static void
+evaluate_rules(Oid userid, const char *appname)
+{
+	BulkheadRuleSet *set = bulkhead_rules;
+	BulkheadRule *copy = NULL;
+	int			room = 0;
+	int			n;
+	uint64		generation;
+	int			i;
+
+	learn_session();
+	cache_valid = false;
+
+	/* copy under the lock, allocating (which may throw) outside it */
+	for (;;)
+	{
+		LWLockAcquire(set->lock, LW_SHARED);
+		n = set->nrules;
+		if (n <= room)
+		{
+			if (n > 0)
+				memcpy(copy, set->rules, sizeof(BulkheadRule) * n);
+			generation = pg_atomic_read_u64(&set->generation);
+			LWLockRelease(set->lock);
+			break;
+		}
+		LWLockRelease(set->lock);
+		if (copy)
+			pfree(copy);
+		room = n;
+		copy = palloc(sizeof(BulkheadRule) * room);
+	}
+	pg_atomic_fetch_add_u64(&set->evaluations, 1);
+
+	cache_matched = false;
+	for (i = 0; i < n; i++)
+	{
+		if (rule_matches(&copy[i], userid, appname))
+		{
+			cache_matched = true;
+			cache_position = copy[i].position;
+			strlcpy(cache_workload, copy[i].workload, NAMEDATALEN);
+			break;
+		}
+	}
+	if (copy)
+		pfree(copy);
+
+	if (cache_appname)
+		pfree(cache_appname);
+	cache_appname = MemoryContextStrdup(TopMemoryContext, appname);
+	cache_generation = generation;
+	cache_userid = userid;
+	cache_valid = true;
+}
+
+/* Write this backend's record (only its owner ever does) */
+static void
+publish(const BulkheadClassification *class)
+{
+	BulkheadClassRecord *record;
+	const char *workload = class->workload ? class->workload : "";
+	int			procno = BULKHEAD_MY_PROCNO;
+
+	if (published && published_source == class->source &&
+		published_position == class->position &&
+		strcmp(published_workload, workload) == 0)
+		return;
+	if (procno < 0 || procno >= bulkhead_rules->nrecords)
+		return;
+
+	record = &bulkhead_rules->records[procno];
+	pg_atomic_fetch_add_u32(&record->changecount, 1);
+	pg_write_barrier();
+	record->pid = MyProcPid;
+	record->source = (uint8) class->source;
+	record->position = class->position;
+	strlcpy(record->workload, workload, NAMEDATALEN);
+	pg_write_barrier();
+	pg_atomic_fetch_add_u32(&record->changecount, 1);
+
+	published = true;
+	published_source = class->source;
+	published_position = class->position;
+	strlcpy(published_workload, workload, NAMEDATALEN);
+}
+
+/*
+ * The workload of this session's next transaction, and why.  A superuser is
+ * exempt while bulkhead.exempt_superuser is on (and so never evaluates the
+ * rules); a non-empty bulkhead.workload wins over the rules.  out->workload
+ * points at storage valid until the next call.  Published for
+ * bulkhead_classify(pid).
+ */
+void
+bulkhead_classify_session(BulkheadClassification *out)
+{
+	out->source = BULKHEAD_CLASS_NONE;
+	out->position = 0;
+	out->workload = NULL;
+
+	if (bulkhead_exempt_superuser && superuser())
+		out->source = BULKHEAD_CLASS_SUPERUSER;
+	else if (bulkhead_gate_workload != NULL && bulkhead_gate_workload[0] != '\0')
+	{
+		out->source = BULKHEAD_CLASS_SETTING;
+		out->workload = bulkhead_gate_workload;
+	}
+	else
+	{
+		Oid			userid = GetUserId();
+		const char *appname = application_name ? application_name : "";
+
+		if (!cache_valid ||
+			pg_atomic_read_u64(&bulkhead_rules->generation) != cache_generation ||
+			userid != cache_userid ||
+			strcmp(appname, cache_appname) != 0)
+			evaluate_rules(userid, appname);
+		if (cache_matched)
+		{
+			out->source = BULKHEAD_CLASS_RULE;
+			out->position = cache_position;
+			out->workload = cache_workload;
+		}
+	}
+	publish(out);
+}
+
+/*---- SQL functions ----*/
+
+static const char *
+source_name(BulkheadClassSource source)
+{
+	switch (source)
+	{
+		case BULKHEAD_CLASS_SETTING:
+			return "setting";
+		case BULKHEAD_CLASS_RULE:
+			return "rule";
+		case BULKHEAD_CLASS_SUPERUSER:
+			return "superuser";
+		case BULKHEAD_CLASS_NONE:
+			break;
+	}
+	return "none";
+}
+
+/* A (workload, source, rule_position) row; source NULL: all NULL */
+static Datum
+classification_row(FunctionCallInfo fcinfo, const char *workload,
+				   const char *source, int32 position, bool has_position)
+{
+	TupleDesc	tupdesc;
+	Datum		values[3];
+	bool		nulls[3] = {true, true, true};
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	tupdesc = BlessTupleDesc(tupdesc);
+	if (source != NULL)
+	{
+		if (workload != NULL && workload[0] != '\0')
+		{
+			values[0] = CStringGetTextDatum(workload);
+			nulls[0] = false;
+		}
+		values[1] = CStringGetTextDatum(source);
+		nulls[1] = false;
+		if (has_position)
+		{
+			values[2] = Int32GetDatum(position);
+			nulls[2] = false;
+		}
+	}
+	return HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls));
+}
+
+/* bulkhead_classify(): the calling session's next transaction */
+Datum
+bulkhead_classify(PG_FUNCTION_ARGS)
+{
+	BulkheadClassification class;
+
+	bulkhead_check_loaded();
+	bulkhead_classify_session(&class);
+	return classification_row(fcinfo, class.workload, source_name(class.source),
+							  class.position,
+							  class.source == BULKHEAD_CLASS_RULE);
+}
+
+/*
+ * bulkhead_classify(pid): what another backend published at its last
+ * transaction start (or its last bulkhead_classify()); all NULL for a pid
+ * that is no backend or has published nothing.  Superusers only.
+ */
+Datum
+bulkhead_classify_pid(PG_FUNCTION_ARGS)
+{
+	int32		pid = PG_GETARG_INT32(0);
+	PGPROC	   *proc;
+	BulkheadClassRecord *record;
+	int32		record_pid;
+	int32		position;
+	uint8		source;
+	char		workload[NAMEDATALEN];
+	int			procno;
+
+	bulkhead_check_loaded();
+	if (!superuser())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to see the classification of another session"),
+				 errdetail("Only superusers may call bulkhead_classify(pid)."),
+				 errhint("Call bulkhead_classify() without arguments for your own session.")));
+
+	proc = BackendPidGetProc(pid);
+	procno = proc ? PROCNO_OF(proc) : -1;
+	if (procno < 0 || procno >= bulkhead_rules->nrecords)
+		return classification_row(fcinfo, NULL, NULL, 0, false);
+
+	record = &bulkhead_rules->records[procno];
+	for (;;)
+	{
+		uint32		before = pg_atomic_read_u32(&record->changecount);
+		uint32		after;
+
+		pg_read_barrier();
+		record_pid = record->pid;
+		source = record->source;
+		position = record->position;
+		memcpy(workload, record->workload, NAMEDATALEN);
+		pg_read_barrier();
+		after = pg_atomic_read_u32(&record->changecount);
+		if (before == after && (before & 1) == 0)
+			break;
+		CHECK_FOR_INTERRUPTS();
+	}
+	workload[NAMEDATALEN - 1] = '\0';
+
+	if (record_pid != pid)
+		return classification_row(fcinfo, NULL, NULL, 0, false);
+	return classification_row(fcinfo, workload,
+							  source_name((BulkheadClassSource) source),
+							  position, source == BULKHEAD_CLASS_RULE);
+}
+
+/* How many rule evaluations all backends have made since the start */
+Datum
+bulkhead_rule_evaluations(PG_FUNCTION_ARGS)
+{
+	bulkhead_check_loaded();
+	PG_RETURN_INT64((int64) pg_atomic_read_u64(&bulkhead_rules->evaluations));
+}
