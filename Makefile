@@ -21,7 +21,8 @@ OBJS = \
 	src/gate.o \
 	src/stats.o \
 	src/views.o \
-	src/rules.o
+	src/rules.o \
+	src/adaptive.o
 DATA = sql/bulkhead--1.0.sql sql/bulkhead--1.1.sql sql/bulkhead--1.0--1.1.sql
 PG_CPPFLAGS = -I$(srcdir)/src
 PG_CFLAGS = -Wall -Werror

@@ -2,11 +2,12 @@
 
 \echo Use "ALTER EXTENSION bulkhead UPDATE TO '1.1'" to load this file. \quit
 
--- Deadlocks through permits (issue 11)
+-- Deadlocks through permits (issue 11) and the adaptive limit (issue 12)
 
--- bulkhead_stats gains a last column, deadlocks: the function's OUT list
--- cannot change in place, so the view and the function are made again, with
--- the view's grant (the same objects as a fresh 1.1 install).
+-- bulkhead_stats gains two last columns, deadlocks and current_limit: the
+-- function's OUT list cannot change in place, so the view and the function
+-- are made again, with the view's grant (the same objects as a fresh 1.1
+-- install).
 DROP VIEW @extschema@.bulkhead_stats;
 DROP FUNCTION @extschema@.bulkhead_stats();
 
@@ -35,7 +36,8 @@ CREATE FUNCTION @extschema@.bulkhead_stats(
     OUT hold_p50_ms double precision,
     OUT hold_p99_ms double precision,
     OUT stats_reset timestamptz,
-    OUT deadlocks bigint)
+    OUT deadlocks bigint,
+    OUT current_limit integer)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'bulkhead_stats'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
@@ -127,3 +129,15 @@ CREATE FUNCTION @extschema@.bulkhead_rule_evaluations()
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'bulkhead_rule_evaluations'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+-- Adaptive limit and pause (issue 12).  max_running = 0 pauses a workload;
+-- with adaptive, the worker sets the limit in force (bulkhead_stats.
+-- current_limit, new above) between min_running and max_running.
+ALTER TABLE @extschema@.bulkhead_workload
+    DROP CONSTRAINT bulkhead_workload_max_running_positive,
+    ADD CONSTRAINT bulkhead_workload_max_running_nonnegative
+        CHECK (max_running >= 0),
+    ADD COLUMN adaptive boolean NOT NULL DEFAULT false,
+    ADD COLUMN min_running integer NOT NULL DEFAULT 1,
+    ADD CONSTRAINT bulkhead_workload_min_running_valid
+        CHECK (min_running >= 1 AND (max_running = 0 OR min_running <= max_running));

@@ -10,8 +10,9 @@ CREATE TABLE @extschema@.bulkhead_workload (
                       CONSTRAINT bulkhead_workload_name_length
                       CHECK (octet_length(name) BETWEEN 1 AND 63),
     max_running       integer  NOT NULL
-                      CONSTRAINT bulkhead_workload_max_running_positive
-                      CHECK (max_running >= 1),
+                      -- 0 pauses the workload: nothing is granted, callers queue
+                      CONSTRAINT bulkhead_workload_max_running_nonnegative
+                      CHECK (max_running >= 0),
     max_queued        integer  NOT NULL DEFAULT 0
                       CONSTRAINT bulkhead_workload_max_queued_nonnegative
                       CHECK (max_queued >= 0),
@@ -36,7 +37,14 @@ CREATE TABLE @extschema@.bulkhead_workload (
                                   ELSE false END),
     mode              text     NOT NULL DEFAULT 'enforce'
                       CONSTRAINT bulkhead_workload_mode_valid
-                      CHECK (mode IN ('enforce', 'shadow'))
+                      CHECK (mode IN ('enforce', 'shadow')),
+    -- 1.1, last (an update adds them at the end): the worker sets the limit
+    -- in force between min_running and max_running
+    adaptive          boolean  NOT NULL DEFAULT false,
+    min_running       integer  NOT NULL DEFAULT 1,
+    -- min_running applies only to a workload that is not paused
+    CONSTRAINT bulkhead_workload_min_running_valid
+        CHECK (min_running >= 1 AND (max_running = 0 OR min_running <= max_running))
 );
 
 COMMENT ON TABLE @extschema@.bulkhead_workload IS
@@ -118,7 +126,8 @@ CREATE FUNCTION @extschema@.bulkhead_stats(
     OUT hold_p50_ms double precision,
     OUT hold_p99_ms double precision,
     OUT stats_reset timestamptz,
-    OUT deadlocks bigint)
+    OUT deadlocks bigint,
+    OUT current_limit integer)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'bulkhead_stats'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;

@@ -101,6 +101,7 @@ _PG_init(void)
 							 NULL, NULL, NULL);
 
 	bulkhead_gate_init();
+	bulkhead_adaptive_init();
 	bulkhead_rules_init();
 
 #if PG_VERSION_NUM >= 150000

@@ -22,6 +22,11 @@
  * - A permit entry's workload field is set by its owner backend, under the
  *   slot lock of the workload it names, while the entry is free; it is
  *   cleared (-1) under that same lock when the entry is unlinked.
+ * - slot->current_limit, the limit every grant decision uses, is written by
+ *   the worker only (worker.c at a load, adaptive.c for adaptive
+ *   workloads), under the slot lock like the rest of the slot.  After a
+ *   lowering, running may exceed it until holders release: nothing is
+ *   preempted and nothing new is granted meanwhile.
  * - shared->config_requested is atomic; worker_procno is written by the
  *   worker only (at start and exit) and read without a lock (an aligned int).
  * - shared->deadlock_checker is atomic: the PGPROC number + 1 of the one
@@ -92,6 +97,8 @@ typedef struct BulkheadConfig
 	int			lock_timeout_ms;	/* or BULKHEAD_NO_GUARD */
 	int			idle_timeout_ms;	/* or BULKHEAD_NO_GUARD */
 	bool		shadow;
+	bool		adaptive;		/* the worker sets slot->current_limit */
+	int			min_running;	/* its floor (when max_running >= 1) */
 	int			nroles;			/* 0 = any role may acquire */
 	char		roles[BULKHEAD_MAX_ROLES][NAMEDATALEN];
 } BulkheadConfig;
@@ -145,6 +152,9 @@ typedef struct BulkheadSlot
 	bool		defined;		/* present in the table at the last load */
 	bool		restored;		/* stats read back at start, table not read yet */
 	BulkheadConfig config;
+	int			current_limit;	/* the limit in force: config.max_running,
+								 * or the worker's choice when adaptive;
+								 * written by the worker only */
 	int			running;		/* entries in holders */
 	int			queued;			/* entries in waiters */
 	BulkheadEntryList holders;	/* GRANTED entries */
@@ -271,6 +281,14 @@ extern void bulkhead_gate_reset(void);
 /* guard.c */
 extern void bulkhead_apply_guards(BulkheadLocalPermit *permit);
 extern void bulkhead_restore_session_guards(void);
+
+/* adaptive.c: the worker's control of adaptive limits */
+extern int	bulkhead_adaptive_law;
+extern void bulkhead_adaptive_init(void);
+extern int	bulkhead_limit_at_load(const BulkheadSlot *slot,
+								   const BulkheadConfig *config);
+extern bool bulkhead_adaptive_sample(void);
+extern void bulkhead_adaptive_decide(void);
 
 /* worker.c */
 extern void bulkhead_register_worker(void);

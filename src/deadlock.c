@@ -41,7 +41,7 @@
  *
  * Sound (a report is a real deadlock, W on a cycle).  Holders of W's
  * workload are the only backends that can give W a permit (a release hands
- * the permit to the head waiter; with running >= max_running, checked last,
+ * the permit to the head waiter; with running >= current_limit, checked last,
  * nothing else grants).  If they are all stuck, none releases, so W waits
  * whatever the FIFO order; and each holder's path back to W closes a cycle
  * through W.  Only an outside action (cancel, timeout, terminate, a raised

@@ -192,7 +192,7 @@ bulkhead_grant_waiters(BulkheadSlot *slot, BulkheadWakeups *wakeups)
 	TimestampTz now = 0;
 
 	while (!entry_list_is_empty(&slot->waiters) &&
-		   (slot->config.shadow || slot->running < slot->config.max_running))
+		   (slot->config.shadow || slot->running < slot->current_limit))
 	{
 		BulkheadEntry *entry;
 
@@ -323,14 +323,18 @@ record_grant(BulkheadSlot *slot, int slotno, int local_index,
 	permit->idle_timeout_ms = slot->config.idle_timeout_ms;
 }
 
+/* limit: the limit in force when the caller was rejected */
 static void
-report_full(const char *name, const BulkheadConfig *config)
+report_full(const char *name, int limit, const BulkheadConfig *config)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_BULKHEAD_FULL),
 			 errmsg("workload \"%s\" is full", name),
+			 limit == 0 ?
+			 errdetail("The workload is paused (max_running is 0) and all %d queue slots are taken.",
+					   config->max_queued) :
 			 errdetail("All %d permits are held and all %d queue slots are taken.",
-					   config->max_running, config->max_queued),
+					   limit, config->max_queued),
 			 errhint("Retry later with backoff, or shed this work.")));
 }
 
@@ -360,10 +364,14 @@ typedef enum AdmitOutcome
 
 /*
  * The admission decision of DESIGN.md, counting what it decides.  Caller
- * holds slot->lock exclusively; config is the slot's configuration.
+ * holds slot->lock exclusively; config is the slot's configuration and
+ * limit its current_limit.  max_queued counts against the limit in force,
+ * not against max_running: the queue stays as long as the operator set it
+ * whatever the limit, so a lowered limit sheds load at once rather than
+ * queueing it for longer.
  */
 static AdmitOutcome
-decide_admission(BulkheadSlot *slot, const BulkheadConfig *config,
+decide_admission(BulkheadSlot *slot, const BulkheadConfig *config, int limit,
 				 int64 timeout_us, bool roles_checked)
 {
 	if (config->nroles > 0 && !roles_checked)
@@ -371,19 +379,18 @@ decide_admission(BulkheadSlot *slot, const BulkheadConfig *config,
 	if (config->shadow)
 	{
 		/* grant at once, but count what enforce mode would have done */
-		if (slot->running >= (int64) config->max_running + config->max_queued)
+		if (slot->running >= (int64) limit + config->max_queued)
 			slot->stats.shadow_rejected++;
-		else if (slot->running >= config->max_running)
+		else if (slot->running >= limit)
 			slot->stats.shadow_queued++;
 		return ADMIT_GRANTED;
 	}
-	if ((int64) slot->running + slot->queued >=
-		(int64) config->max_running + config->max_queued)
+	if ((int64) slot->running + slot->queued >= (int64) limit + config->max_queued)
 	{
 		slot->stats.rejected_full++;
 		return ADMIT_FULL;
 	}
-	if (slot->queued == 0 && slot->running < config->max_running)
+	if (slot->queued == 0 && slot->running < limit)
 		return ADMIT_GRANTED;
 	if (timeout_us <= 0)
 	{
@@ -529,7 +536,7 @@ bulkhead_end_wait_deadlocked(uint64 holders_stamp)
 	LWLockAcquire(slot->lock, LW_EXCLUSIVE);
 	if (entry->state == BULKHEAD_ENTRY_WAITING &&
 		!slot->config.shadow &&
-		slot->running >= slot->config.max_running &&
+		slot->running >= slot->current_limit &&
 		bulkhead_holders_stamp(slot) == holders_stamp)
 	{
 		slot->stats.deadlocks++;
@@ -566,6 +573,7 @@ bulkhead_acquire_permit(const char *name, int64 timeout_us,
 	BulkheadSlot *slot;
 	BulkheadEntry *entry;
 	BulkheadConfig config;		/* copy, for use after the lock is released */
+	int			limit;			/* slot->current_limit, likewise */
 	int			slotno;
 	int			li;
 	bool		roles_checked = false;
@@ -605,7 +613,8 @@ retry:
 	if (use_default_timeout)
 		timeout_us = config.queue_timeout_us;
 
-	outcome = decide_admission(slot, &config, timeout_us, roles_checked);
+	limit = slot->current_limit;
+	outcome = decide_admission(slot, &config, limit, timeout_us, roles_checked);
 	if (outcome == ADMIT_GRANTED)
 	{
 		link_entry(slot, slotno, entry, scope, BULKHEAD_ENTRY_GRANTED, now);
@@ -631,7 +640,7 @@ retry:
 		case ADMIT_FULL:
 			if (try_only)
 				return false;
-			report_full(name, &config);
+			report_full(name, limit, &config);
 			break;
 		case ADMIT_ZERO_WAIT:
 			if (try_only)

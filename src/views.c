@@ -31,7 +31,7 @@ PG_FUNCTION_INFO_V1(bulkhead_stats_reset);
  * are left out.  Keep it so: a new column goes at the end, here and in the
  * OUT list of the newest install script.
  */
-#define STATS_COLS		30
+#define STATS_COLS		31
 
 #if PG_VERSION_NUM < 150000
 /* PG 13/14: the materialize-mode set-up that PG 15 calls InitMaterializedSRF */
@@ -148,6 +148,7 @@ bulkhead_stats(PG_FUNCTION_ARGS)
 		values[c++] = TimestampTzGetDatum(st->stats_reset);
 		/* 1.1 */
 		values[c++] = Int64GetDatum((int64) st->deadlocks);
+		values[c++] = Int32GetDatum(copy->current_limit);
 		Assert(c <= STATS_COLS);
 		Assert(rsinfo->setDesc->natts <= c);
 

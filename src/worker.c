@@ -42,6 +42,15 @@
 
 #define BULKHEAD_RESTART_SECONDS	5
 #define BULKHEAD_TICK_MS			1000
+/*
+ * With adaptive workloads: a sample of their holders every 10 ms, and a
+ * decision every 200 ms.  At a few thousand permits a second, 20 samples
+ * and some hundreds of releases per decision keep the estimates steady,
+ * and a 10 s change of load sees 50 decisions.  A sample costs a shared
+ * slot lock and a walk of the holders, about a microsecond.
+ */
+#define BULKHEAD_SAMPLE_MS			10
+#define BULKHEAD_DECIDE_MS			200
 #define BULKHEAD_POLL_PRIMARY_MS	10000
 #define BULKHEAD_POLL_STANDBY_MS	1000
 
@@ -141,6 +150,8 @@ read_row(HeapTuple tuple, TupleDesc desc, WorkloadRow *row)
 	c->lock_timeout_ms = guard_column(tuple, desc, 6);
 	c->idle_timeout_ms = guard_column(tuple, desc, 7);
 	c->shadow = DatumGetBool(SPI_getbinval(tuple, desc, 8, &isnull));
+	c->adaptive = DatumGetBool(SPI_getbinval(tuple, desc, 10, &isnull));
+	c->min_running = DatumGetInt32(SPI_getbinval(tuple, desc, 11, &isnull));
 
 	roles = SPI_getbinval(tuple, desc, 9, &isnull);
 	if (!isnull)
@@ -157,6 +168,33 @@ read_row(HeapTuple tuple, TupleDesc desc, WorkloadRow *row)
 				strlcpy(c->roles[c->nroles++], TextDatumGetCString(elems[i]),
 						NAMEDATALEN);
 	}
+}
+
+/*
+ * Has the table the columns of 1.1's adaptive limit?  An extension still at
+ * 1.0 (not updated yet) has not: its workloads are not adaptive.  The
+ * caller is connected to SPI.
+ */
+static bool
+has_adaptive_columns(const char *schema)
+{
+	StringInfoData query;
+	bool		isnull;
+	bool		found;
+
+	initStringInfo(&query);
+	appendStringInfo(&query,
+					 "SELECT EXISTS (SELECT FROM pg_catalog.pg_attribute"
+					 " WHERE attrelid = pg_catalog.to_regclass(%s)"
+					 " AND attname = 'min_running' AND NOT attisdropped)",
+					 quote_literal_cstr(psprintf("%s.bulkhead_workload",
+												 quote_identifier(schema))));
+	if (SPI_execute(query.data, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not look up the columns of %s.bulkhead_workload", schema);
+	found = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+									   SPI_tuptable->tupdesc, 1, &isnull));
+	pfree(query.data);
+	return found;
 }
 
 /*
@@ -207,8 +245,10 @@ read_table(WorkloadRow **rows_out, BulkheadRuleList *rules_out)
 						 " ceil(extract(epoch FROM statement_timeout) * 1000)::float8,"
 						 " ceil(extract(epoch FROM lock_timeout) * 1000)::float8,"
 						 " ceil(extract(epoch FROM idle_timeout) * 1000)::float8,"
-						 " mode = 'shadow', roles"
+						 " mode = 'shadow', roles, %s"
 						 " FROM %s.bulkhead_workload ORDER BY name",
+						 has_adaptive_columns(schema) ? "adaptive, min_running" :
+						 "false, 1",
 						 quote_identifier(schema));
 		if (SPI_execute(query.data, true, 0) != SPI_OK_SELECT)
 			elog(ERROR, "could not read %s.bulkhead_workload", schema);
@@ -316,6 +356,7 @@ apply_rows(WorkloadRow *rows, int nrows, bool loaded)
 			/* deleted and re-created: a new workload, with fresh figures */
 			bulkhead_stats_clear(&slot->stats);
 		}
+		slot->current_limit = bulkhead_limit_at_load(slot, &rows[r].config);
 		slot->defined = true;
 		slot->restored = false;
 		slot->config = rows[r].config;
@@ -409,6 +450,9 @@ bulkhead_worker_main(Datum arg)
 {
 	uint64		loaded_request;
 	TimestampTz last_load;
+	TimestampTz last_reap = 0;
+	TimestampTz last_decision = 0;
+	bool		adaptive = false;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -435,18 +479,30 @@ bulkhead_worker_main(Datum arg)
 		uint64		requested = pg_atomic_read_u64(&bulkhead_shared->config_requested);
 		int			poll_ms = RecoveryInProgress() ? BULKHEAD_POLL_STANDBY_MS :
 		BULKHEAD_POLL_PRIMARY_MS;
+		TimestampTz now = GetCurrentTimestamp();
 
 		if (requested != loaded_request ||
-			TimestampDifferenceExceeds(last_load, GetCurrentTimestamp(), poll_ms))
+			TimestampDifferenceExceeds(last_load, now, poll_ms))
 		{
 			loaded_request = requested;
-			last_load = GetCurrentTimestamp();
+			last_load = now;
 			load_config();
 		}
-		reap_dead_backends();
+		if (TimestampDifferenceExceeds(last_reap, now, BULKHEAD_TICK_MS))
+		{
+			last_reap = now;
+			reap_dead_backends();
+		}
+		adaptive = bulkhead_adaptive_sample();
+		if (adaptive && TimestampDifferenceExceeds(last_decision, now, BULKHEAD_DECIDE_MS))
+		{
+			last_decision = now;
+			bulkhead_adaptive_decide();
+		}
 
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 BULKHEAD_TICK_MS, PG_WAIT_EXTENSION);
+						 adaptive ? BULKHEAD_SAMPLE_MS : BULKHEAD_TICK_MS,
+						 PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 

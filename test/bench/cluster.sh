@@ -14,6 +14,20 @@ BENCH_CONF=()
 BENCH_BUILDS=${BENCH_BUILDS:-}
 BENCH_BUILDS_OWNER=${BENCH_BUILDS_OWNER:-}
 
+# The server (postmaster, every process it forks, and PgBouncer beside it)
+# runs on CPU 0 and pgbench on CPU 1, so that the load generator's own cost,
+# which grows with its connections, is not taken from the server's CPU.
+# BENCH_PIN=0, or a machine with one CPU, runs everything unpinned.
+if [ "${BENCH_PIN:-1}" = 1 ] && [ "$(nproc)" -ge 2 ]; then
+    BENCH_SERVER_CPU=(taskset -c 0)
+    BENCH_CLIENT_CPU=(taskset -c 1)
+    BENCH_PINNING="server and PgBouncer on CPU 0, pgbench on CPU 1 (taskset)"
+else
+    BENCH_SERVER_CPU=()
+    BENCH_CLIENT_CPU=()
+    BENCH_PINNING="not pinned"
+fi
+
 # bench_prepare: as root, install what is missing, build the tree as shipped
 # and install it.  Extra Debian packages may be added to BH_PACKAGES first.
 # test/bench/run prepares once for all the scenarios and exports
@@ -93,12 +107,13 @@ bench_cluster_start() {
         for line in "${BENCH_CONF[@]}"; do echo "$line"; done
     } >>"$BENCH_DIR/data/postgresql.conf"
     if [ -z "${BENCH_UNDER:-}" ]; then
-        runuser -u postgres -- "$BH_BINDIR/pg_ctl" -D "$BENCH_DIR/data" -l "$BENCH_DIR/server.log" \
-            -w start >/dev/null || { tail -20 "$BENCH_DIR/server.log"; bh_die "server did not start"; }
+        "${BENCH_SERVER_CPU[@]}" runuser -u postgres -- "$BH_BINDIR/pg_ctl" -D "$BENCH_DIR/data" \
+            -l "$BENCH_DIR/server.log" -w start >/dev/null ||
+            { tail -20 "$BENCH_DIR/server.log"; bh_die "server did not start"; }
     else
         # under a tool such as valgrind: start postgres itself, wait for it
         # shellcheck disable=SC2086  # BENCH_UNDER is a command and its options
-        (cd "$BENCH_DIR" && runuser -u postgres -- $BENCH_UNDER "$BH_BINDIR/postgres" \
+        (cd "$BENCH_DIR" && "${BENCH_SERVER_CPU[@]}" runuser -u postgres -- $BENCH_UNDER "$BH_BINDIR/postgres" \
             -D "$BENCH_DIR/data" >"$BENCH_DIR/server.log" 2>&1 &)
         for _ in $(seq 600); do
             runuser -u postgres -- "$BH_BINDIR/pg_isready" -q -h "$BENCH_DIR" -p "$BENCH_PORT" && break
@@ -114,7 +129,7 @@ bench_cluster_start() {
 # the settings the cluster runs with, beyond initdb's, as one markdown line
 bench_settings() {
     local IFS=';'
-    echo "Server settings (beyond initdb's): \`${BENCH_CONF[*]}\`" | sed 's/;/; /g'
+    echo "Server settings (beyond initdb's): \`${BENCH_CONF[*]}\`; $BENCH_PINNING." | sed 's/;/; /g'
 }
 
 bench_psql() {
@@ -134,7 +149,8 @@ bench_wait_loaded() {
 
 # restart the cluster (to load a different bulkhead.so, say)
 bench_cluster_restart() {
-    runuser -u postgres -- "$BH_BINDIR/pg_ctl" -D "$BENCH_DIR/data" -l "$BENCH_DIR/server.log" \
-        -m fast -w restart >/dev/null || { tail -20 "$BENCH_DIR/server.log"; bh_die "restart failed"; }
+    "${BENCH_SERVER_CPU[@]}" runuser -u postgres -- "$BH_BINDIR/pg_ctl" -D "$BENCH_DIR/data" \
+        -l "$BENCH_DIR/server.log" -m fast -w restart >/dev/null ||
+        { tail -20 "$BENCH_DIR/server.log"; bh_die "restart failed"; }
     BENCH_PID=$(head -n 1 "$BENCH_DIR/data/postmaster.pid")
 }

@@ -57,7 +57,7 @@ bench_at_least() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
 bench_pgbench() {
     local logdir out
     logdir=$(runuser -u postgres -- mktemp -d -p "$BENCH_DIR" pgbench.XXXXXX)
-    out=$(cd "$logdir" && runuser -u postgres -- "$BH_BINDIR/pgbench" -n \
+    out=$(cd "$logdir" && "${BENCH_CLIENT_CPU[@]}" runuser -u postgres -- "$BH_BINDIR/pgbench" -n \
         -h "$BENCH_DIR" -p "$BENCH_PORT" -l --log-prefix="$logdir/lat" "$@" postgres 2>&1) || true
     if ! grep -q '^tps = ' <<<"$out"; then
         printf '%s\n' "$out" | tail -n 5 >&2

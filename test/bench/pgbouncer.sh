@@ -35,7 +35,7 @@ EOF2
     printf '"postgres" ""\n' >"$dir/userlist.txt"
     chown -R postgres:postgres "$dir"
     # setpriv execs PgBouncer (which refuses root), so $! is its pid
-    setpriv --reuid=postgres --regid=postgres --init-groups \
+    "${BENCH_SERVER_CPU[@]}" setpriv --reuid=postgres --regid=postgres --init-groups \
         /usr/sbin/pgbouncer "$dir/pgbouncer.ini" >>"$dir/stdout.log" 2>&1 &
     PGB_PID=$!
     for _ in $(seq 100); do

@@ -43,15 +43,6 @@ for _ in $(seq 200); do
     sleep 0.05
 done
 
-# the server on CPU 0: the postmaster (what it forks from now on inherits
-# it) and the processes it has started already; pgbench on CPU 1
-PIN_SERVER="not pinned (fewer than 2 CPUs)" PIN_CLIENT=()
-if [ "$(nproc)" -ge 2 ]; then
-    for p in "$BENCH_PID" $(pgrep -P "$BENCH_PID"); do taskset -p -c 0 "$p" >/dev/null; done
-    PIN_SERVER="server on CPU 0, pgbench on CPU 1 (taskset)"
-    PIN_CLIENT=(taskset -c 1)
-fi
-
 # run KEY: "TPS - FAILED" of one run as by_rule (rule) or by_setting
 # (setting); it appends "EVALUATIONS TRANSACTIONS" to $BENCH_DIR/KEY.counts
 # (bench_alternate runs it in a subshell)
@@ -59,7 +50,7 @@ evals() { bench_psql -tAc "SELECT bulkhead_rule_evaluations()"; }
 run() {
     local role=by_$1 out e0 e1 tps failed xacts
     e0=$(evals)
-    out=$(runuser -u postgres -- env PGAPPNAME="bench-$1" "${PIN_CLIENT[@]}" \
+    out=$(runuser -u postgres -- env PGAPPNAME="bench-$1" "${BENCH_CLIENT_CPU[@]}" \
         "$BH_BINDIR/pgbench" -n -S -M prepared -c "$CLIENTS" -j 2 -T "$SECS" -U "$role" \
         -h "$BENCH_DIR" -p "$BENCH_PORT" postgres 2>&1) || true
     e1=$(evals)
@@ -90,7 +81,7 @@ check=$(bench_psql -tAc "SELECT acquired || ' permits granted, ' || running || '
 bench_header "Classification rules: a matching rule against bulkhead.workload (pgbench -S -M prepared, $CLIENTS clients, ${SECS} s runs, median of $ROUNDS alternating rounds)"
 bench_settings
 echo
-echo "Command: \`bash test/bench/rules_cost.sh $SECS $ROUNDS\`; $PIN_SERVER. Rule: role \`by_rule\` with application_name \`bench-rule\`, matched by the 11th of 11 rules (\`role = 'by_rule' AND application_name LIKE 'bench-%'\`); setting: role \`by_setting\` with \`ALTER ROLE ... SET bulkhead.workload\`. Both take a permit of the same workload (B = 1000, never full) at every transaction."
+echo "Command: \`bash test/bench/rules_cost.sh $SECS $ROUNDS\`; $BENCH_PINNING. Rule: role \`by_rule\` with application_name \`bench-rule\`, matched by the 11th of 11 rules (\`role = 'by_rule' AND application_name LIKE 'bench-%'\`); setting: role \`by_setting\` with \`ALTER ROLE ... SET bulkhead.workload\`. Both take a permit of the same workload (B = 1000, never full) at every transaction."
 echo
 echo "| sent by | TPS (median) | runs | rule evaluations per run | transactions per run |"
 echo "|---|---:|---|---|---|"

@@ -1,0 +1,467 @@
+/*-------------------------------------------------------------------------
+ *
+ * adaptive.c
+ *	  The limit of an adaptive workload, set by the background worker.
+ *
+ * Every BULKHEAD_SAMPLE_MS the worker looks at what each holder of an
+ * adaptive workload is doing (bulkhead_adaptive_sample), and every
+ * BULKHEAD_DECIDE_MS it sets the workload's current_limit from what it saw
+ * (bulkhead_adaptive_decide).  Nothing here runs in a backend: the fast
+ * path of acquire and release neither measures nor records anything for
+ * it, and reads only current_limit, where it read max_running before.
+ *
+ * Two control laws are built, chosen by bulkhead.adaptive_law;
+ * test/bench/results.md compares them and says why "holders" is the
+ * default.
+ *
+ * "holders": the limit follows the number of holders that are not blocked
+ * by each other.  A holder whose PGPROC shows no wait event is on a CPU or
+ * ready for one; one waiting for its client, for I/O, for a timeout or for
+ * another process (ClientRead, DataFileRead, pg_sleep, SyncRep) holds its
+ * permit while its work goes on; one waiting for a lock (heavyweight,
+ * LWLock, buffer pin) is blocked, most often
+ * by another holder: a higher limit would only add to those.  (A holder
+ * in the queue of another workload shows the same wait event class as one
+ * just granted that has not run yet, Extension, and counts as not blocked.)  The target
+ * is the average number of holders not blocked (over about a second) times
+ * HOLDERS_MARGIN, so the limit grows by up to that factor per decision
+ * while no holder is blocked, and settles where about one holder in five
+ * waits for a lock.  CPU time is left to the kernel's scheduler: on the
+ * benchmarks, holders queued for a CPU cost little throughput, holders
+ * queued for a hot row lock most of it (test/bench/results.md).  It is
+ * measured on the holders as they are, so it works the same whether the
+ * limit is enforced or not, which is what shadow mode needs.
+ *
+ * "climb": a hill climb on throughput (permits released per second).  It
+ * measures a while at the limit, moves the limit, measures again, keeps
+ * the direction while throughput grows by more than the noise (up) or
+ * does not fall by more than it (down), and turns otherwise; steps double
+ * while the direction holds.  It prefers the lower of two limits that
+ * perform alike.  It learns only from its own moves, so in shadow mode,
+ * where the limit changes nothing, it holds the limit.
+ *
+ * Both: a limit that no caller waited for during a decision's window (the
+ * load is light, or gone) is left as it is, so that a light load is never
+ * throttled and an idle workload keeps what it learnt; the limit stays within
+ * [min_running, max_running]; a change follows the rules of a manual one
+ * (raising serves the queue at once, lowering preempts no one); and a
+ * change by more than a factor of two, or one that reaches min_running or
+ * max_running, is logged with the figures that caused it.
+ *
+ * Locking: the worker is the only writer of current_limit and takes the
+ * slot lock exclusively to change it; samples read the holders list under
+ * the slot lock in shared mode, and each holder's wait_event_info without
+ * a lock (pg_stat_activity reads it so too: a 4-byte value read whole).
+ * The laws' state is the worker's own memory: a restarted worker starts
+ * measuring afresh from the limit in force, which shared memory kept.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "bulkhead.h"
+#include "entry_list.h"
+
+#include <math.h>
+
+#include "miscadmin.h"
+#include "storage/proc.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+/* Wait event classes (the top byte of wait_event_info) */
+#define WAIT_CLASS(info)		((info) & 0xFF000000U)
+#define CLASS_LWLOCK			0x01000000U
+#define CLASS_LOCK				0x03000000U
+#define CLASS_BUFFERPIN			0x04000000U
+#define CLASS_EXTENSION			0x07000000U
+
+/* The holders not blocked are multiplied by this before rounding up */
+#define HOLDERS_MARGIN			1.25
+/* Per decision, the old samples' weight (a time constant of about 1 s) */
+#define HOLDERS_DECAY			0.8
+/* "climb": relative throughput change taken as noise, and its window */
+#define CLIMB_NOISE				0.04
+#define CLIMB_SETTLE_DECISIONS	1	/* skipped after a move */
+#define CLIMB_MEASURE_DECISIONS 2
+
+typedef enum AdaptiveLaw
+{
+	ADAPTIVE_LAW_HOLDERS,
+	ADAPTIVE_LAW_CLIMB
+} AdaptiveLaw;
+
+static const struct config_enum_entry adaptive_law_options[] = {
+	{"holders", ADAPTIVE_LAW_HOLDERS, false},
+	{"climb", ADAPTIVE_LAW_CLIMB, false},
+	{NULL, 0, false}
+};
+
+int			bulkhead_adaptive_law = ADAPTIVE_LAW_HOLDERS;
+
+/* The worker's figures for one adaptive workload slot */
+typedef struct AdaptiveState
+{
+	bool		active;			/* slot was adaptive at the last look */
+	char		name[NAMEDATALEN];	/* whose figures these are */
+	int			law;			/* the law they were gathered for */
+
+	/* this decision window's samples */
+	int			samples;
+	int			on_cpu;			/* sum of holders with no wait event */
+	int			off_cpu;		/* sum of holders waiting on the outside */
+	int			blocked;		/* sum of holders waiting for a lock */
+	bool		binding;		/* someone waited (or would have, in shadow) */
+	int			peak_demand;	/* most holders + waiters in one sample */
+
+	/* "holders": decayed sums over past windows */
+	double		useful_acc;
+	double		samples_acc;
+
+	/* "climb" */
+	TimestampTz window_start;
+	uint64		released_at_start;
+	int			decisions;		/* since the last move */
+	int			prev_limit;		/* where the last window measured */
+	double		prev_rate;		/* its throughput, 0 = none yet */
+	int			direction;		/* +1 or -1 */
+	int			step;
+} AdaptiveState;
+
+static AdaptiveState *states = NULL;
+
+/*
+ * Register bulkhead.adaptive_law (from _PG_init).  It is a setting of the
+ * worker, for comparing the laws; workloads choose adaptive or not.
+ */
+void
+bulkhead_adaptive_init(void)
+{
+	DefineCustomEnumVariable("bulkhead.adaptive_law",
+							 "Control law the worker uses for adaptive workloads.",
+							 "\"holders\" sizes the limit from what the holders wait for; "
+							 "\"climb\" climbs the throughput curve.",
+							 &bulkhead_adaptive_law,
+							 ADAPTIVE_LAW_HOLDERS,
+							 adaptive_law_options,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+}
+
+/*
+ * The limit to put in force when the worker loads config into slot (whose
+ * lock the caller holds exclusively).  A workload that is not adaptive, or
+ * that becomes adaptive (or comes out of a pause), runs at max_running; one
+ * that was adaptive already keeps its limit, moved into the new bounds.
+ * After a worker restart the slot is still adaptive in shared memory, so
+ * the limit is kept; after a server restart it starts at max_running.
+ */
+int
+bulkhead_limit_at_load(const BulkheadSlot *slot, const BulkheadConfig *config)
+{
+	bool		was_adaptive = slot->in_use && slot->defined &&
+		slot->config.adaptive;
+
+	if (!config->adaptive || config->max_running == 0)
+		return config->max_running;
+	if (!was_adaptive || slot->current_limit < 1)
+		return config->max_running;
+	return Max(config->min_running, Min(slot->current_limit, config->max_running));
+}
+
+static void
+reset_state(AdaptiveState *st, const char *name)
+{
+	memset(st, 0, sizeof(AdaptiveState));
+	st->active = true;
+	strlcpy(st->name, name, NAMEDATALEN);
+	st->law = bulkhead_adaptive_law;
+	st->direction = -1;
+	st->step = 1;
+}
+
+/* This worker's state for slot i, reset when the slot changed hands */
+static AdaptiveState *
+state_of(int i, const BulkheadSlot *slot)
+{
+	AdaptiveState *st;
+
+	if (states == NULL)
+		states = MemoryContextAllocZero(TopMemoryContext,
+										sizeof(AdaptiveState) * bulkhead_shared->nslots);
+	st = &states[i];
+	if (!st->active || st->law != bulkhead_adaptive_law ||
+		strcmp(st->name, slot->name) != 0)
+		reset_state(st, slot->name);
+	return st;
+}
+
+/*
+ * Take one sample of every adaptive workload's holders.  Returns whether
+ * any workload is adaptive (the worker then keeps sampling).
+ */
+bool
+bulkhead_adaptive_sample(void)
+{
+	bool		any = false;
+	int			i;
+
+	for (i = 0; i < bulkhead_shared->nslots; i++)
+	{
+		BulkheadSlot *slot = &bulkhead_shared->slots[i];
+		BulkheadEntry *entry;
+		AdaptiveState *st;
+		int			on_cpu = 0;
+		int			off_cpu = 0;
+		int			blocked = 0;
+		int			demand;
+
+		/* unlocked peek: a slot that is not adaptive costs no lock */
+		if (!slot->in_use || !slot->config.adaptive)
+		{
+			if (states != NULL)
+				states[i].active = false;
+			continue;
+		}
+		LWLockAcquire(slot->lock, LW_SHARED);
+		if (!slot->in_use || !slot->defined || !slot->config.adaptive)
+		{
+			LWLockRelease(slot->lock);
+			continue;
+		}
+		any = true;
+		st = state_of(i, slot);
+		entry_list_foreach(entry, &slot->holders)
+		{
+			PGPROC	   *proc = GetPGProcByNumber(entry_index(entry) /
+												 bulkhead_shared->permits_per_backend);
+			uint32		info = *((volatile uint32 *) &proc->wait_event_info);
+
+			/*
+			 * A holder just granted shows the queue's wait event (class
+			 * Extension) until it runs: it waits for a CPU, not a lock.
+			 */
+			if (info == 0 || WAIT_CLASS(info) == CLASS_EXTENSION)
+				on_cpu++;
+			else if (WAIT_CLASS(info) == CLASS_LOCK ||
+					 WAIT_CLASS(info) == CLASS_LWLOCK ||
+					 WAIT_CLASS(info) == CLASS_BUFFERPIN)
+				blocked++;
+			else
+				off_cpu++;
+		}
+		demand = slot->running + slot->queued;
+		if (slot->queued > 0 ||
+			(slot->config.shadow && slot->running > slot->current_limit))
+			st->binding = true;
+		LWLockRelease(slot->lock);
+
+		st->samples++;
+		st->on_cpu += on_cpu;
+		st->off_cpu += off_cpu;
+		st->blocked += blocked;
+		st->peak_demand = Max(st->peak_demand, demand);
+	}
+	return any;
+}
+
+/* "holders": holders not blocked, over this window and the past ones, with margin */
+static int
+holders_target(AdaptiveState *st, int current, double *useful)
+{
+	double		target;
+
+	st->useful_acc = st->useful_acc * HOLDERS_DECAY + st->on_cpu + st->off_cpu;
+	st->samples_acc = st->samples_acc * HOLDERS_DECAY + st->samples;
+	*useful = st->useful_acc / st->samples_acc;
+	target = *useful * HOLDERS_MARGIN;
+
+	/*
+	 * Hysteresis: a target close to the limit in force keeps it, so that an
+	 * estimate near a whole number does not flip the limit at each decision.
+	 */
+	if (target > current - 0.75 && target <= current + 0.2)
+		return current;
+	return Max((int) ceil(target), 1);
+}
+
+/* "climb": the next limit, once a window has measured the current one */
+static int
+climb_target(AdaptiveState *st, const BulkheadSlot *slot, int current,
+			 TimestampTz now, double *rate_out)
+{
+	uint64		released = slot->stats.released;
+	double		rate;
+	int			next;
+
+	*rate_out = 0;
+	if (slot->config.shadow)
+		return current;			/* the limit changes nothing to learn from */
+	if (++st->decisions <= CLIMB_SETTLE_DECISIONS ||
+		st->window_start == 0 || released < st->released_at_start)
+	{
+		/* let a move take effect, then start the window */
+		st->window_start = now;
+		st->released_at_start = released;
+		st->binding = false;
+		return current;
+	}
+	if (st->decisions < CLIMB_SETTLE_DECISIONS + CLIMB_MEASURE_DECISIONS + 1)
+		return current;
+
+	rate = (double) (released - st->released_at_start) * 1e6 /
+		(double) Max(now - st->window_start, 1);
+	*rate_out = rate;
+	st->decisions = 0;
+	if (!st->binding)
+	{
+		/* nobody waited: this window says nothing about a lower limit */
+		st->prev_rate = 0;
+		return current;
+	}
+	if (st->prev_rate > 0 && st->prev_limit != current)
+	{
+		bool		went_up = current > st->prev_limit;
+		bool		keep = went_up ? rate > st->prev_rate * (1 + CLIMB_NOISE) :
+			rate >= st->prev_rate * (1 - CLIMB_NOISE);
+
+		if (keep)
+			st->step *= 2;
+		else
+		{
+			st->direction = went_up ? -1 : 1;
+			st->step = 1;
+		}
+	}
+	st->prev_rate = rate;
+	st->prev_limit = current;
+	next = current + st->direction * st->step;
+	if (st->direction < 0 && st->step > current / 2)
+		next = current - Max(current / 2, 1);	/* at most halve at once */
+	return next;
+}
+
+/* What a decision saw, for the log */
+typedef struct DecisionFigures
+{
+	double		useful;			/* "holders": holders not blocked, averaged */
+	double		rate;			/* "climb": this window's throughput */
+	double		prev_rate;		/* and the one before, at prev_limit */
+	int			prev_limit;
+	/* the slot at the change, copied under its lock */
+	int			running;
+	int			queued;
+	int			min_running;
+	int			max_running;
+} DecisionFigures;
+
+/*
+ * Log a change by more than a factor of two, or one that reaches a bound
+ * (after the slot lock is released).
+ */
+static void
+log_change(const char *name, const AdaptiveState *st, int from, int to,
+		   const DecisionFigures *fig)
+{
+	double		n = Max(st->samples, 1);
+
+	if (!(to > 2 * from || 2 * to < from ||
+		  to == fig->min_running || to == fig->max_running))
+		return;
+	if (st->law == ADAPTIVE_LAW_HOLDERS)
+		ereport(LOG,
+				(errmsg("bulkhead: workload \"%s\": adaptive limit changed from %d to %d",
+						name, from, to),
+				 errdetail("Holders per sample: %.1f on a CPU, %.1f waiting outside the server, %.1f blocked; %.2f not blocked on average; %d running, %d queued; bounds [%d, %d].",
+						   st->on_cpu / n, st->off_cpu / n, st->blocked / n,
+						   fig->useful, fig->running, fig->queued,
+						   fig->min_running, fig->max_running)));
+	else
+		ereport(LOG,
+				(errmsg("bulkhead: workload \"%s\": adaptive limit changed from %d to %d",
+						name, from, to),
+				 errdetail("Throughput %.0f permits/s at limit %d, %.0f at limit %d before; %d running, %d queued; bounds [%d, %d].",
+						   fig->rate, from, fig->prev_rate, fig->prev_limit,
+						   fig->running, fig->queued,
+						   fig->min_running, fig->max_running)));
+}
+
+/*
+ * Set the limit of every adaptive workload from its samples since the last
+ * decision.
+ */
+void
+bulkhead_adaptive_decide(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	int			i;
+
+	if (states == NULL)
+		return;
+	for (i = 0; i < bulkhead_shared->nslots; i++)
+	{
+		BulkheadSlot *slot = &bulkhead_shared->slots[i];
+		AdaptiveState *st = &states[i];
+		DecisionFigures fig = {0};
+		int			current;
+		int			target;
+
+		if (!st->active)
+			continue;
+		LWLockAcquire(slot->lock, LW_EXCLUSIVE);
+		if (!slot->in_use || !slot->defined || !slot->config.adaptive ||
+			strcmp(slot->name, st->name) != 0)
+		{
+			LWLockRelease(slot->lock);
+			st->active = false;
+			continue;
+		}
+		current = slot->current_limit;
+		if (slot->config.max_running == 0 || st->samples == 0)
+			target = current;	/* paused, or nothing seen yet */
+		else if (st->law == ADAPTIVE_LAW_HOLDERS)
+			target = holders_target(st, current, &fig.useful);
+		else
+		{
+			fig.prev_rate = st->prev_rate;
+			fig.prev_limit = st->prev_limit;
+			target = climb_target(st, slot, current, now, &fig.rate);
+		}
+
+		/* a light load is not throttled: see the header */
+		if (!st->binding)
+			target = current;
+		if (slot->config.max_running > 0)
+			target = Max(slot->config.min_running,
+						 Min(target, slot->config.max_running));
+
+		if (target != current)
+		{
+			slot->current_limit = target;
+			/* raising serves the queue now; lowering preempts no one */
+			if (target > current)
+				bulkhead_grant_waiters(slot, NULL);
+			fig.running = slot->running;
+			fig.queued = slot->queued;
+			fig.min_running = slot->config.min_running;
+			fig.max_running = slot->config.max_running;
+		}
+		LWLockRelease(slot->lock);
+		elog(DEBUG1, "bulkhead: workload \"%s\": adaptive limit %d, next %d (%d samples: %d holders on a CPU, %d outside, %d blocked; %.2f not blocked on average; %.0f permits/s, %.0f before at limit %d; %s)",
+			 st->name, current, target, st->samples, st->on_cpu, st->off_cpu,
+			 st->blocked, fig.useful, fig.rate, fig.prev_rate, fig.prev_limit,
+			 st->binding ? "callers waited" : "no caller waited");
+		if (target != current)
+			log_change(st->name, st, current, target, &fig);
+
+		/* the next window */
+		st->samples = 0;
+		st->on_cpu = 0;
+		st->off_cpu = 0;
+		st->blocked = 0;
+		st->peak_demand = 0;
+		if (st->law == ADAPTIVE_LAW_HOLDERS || st->decisions == 0)
+			st->binding = false;
+	}
+}
