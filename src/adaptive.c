@@ -14,23 +14,30 @@
  * test/bench/results.md compares them and says why "holders" is the
  * default.
  *
- * "holders": the limit follows the number of holders that are not blocked
- * by each other.  A holder whose PGPROC shows no wait event is on a CPU or
- * ready for one; one waiting for its client, for I/O, for a timeout or for
- * another process (ClientRead, DataFileRead, pg_sleep, SyncRep) holds its
- * permit while its work goes on; one waiting for a lock (heavyweight,
- * LWLock, buffer pin) is blocked, most often
- * by another holder: a higher limit would only add to those.  (A holder
- * in the queue of another workload shows the same wait event class as one
- * just granted that has not run yet, Extension, and counts as not blocked.)  The target
- * is the average number of holders not blocked (over about a second) times
- * HOLDERS_MARGIN, so the limit grows by up to that factor per decision
- * while no holder is blocked, and settles where about one holder in five
- * waits for a lock.  CPU time is left to the kernel's scheduler: on the
- * benchmarks, holders queued for a CPU cost little throughput, holders
- * queued for a hot row lock most of it (test/bench/results.md).  It is
- * measured on the holders as they are, so it works the same whether the
- * limit is enforced or not, which is what shadow mode needs.
+ * "holders": the limit follows the number of holders that do useful work.
+ * A holder whose PGPROC shows no wait event is on a CPU or ready for one
+ * (so is one just granted that has not run yet: it still shows the queue's
+ * wait event, class Extension); one waiting for its client, for I/O, for a
+ * timeout or for another process (ClientRead, DataFileRead, pg_sleep,
+ * SyncRep) holds its permit while its work goes on outside the server's
+ * CPUs; one waiting for a lock (heavyweight, LWLock, buffer pin) is
+ * blocked, most often by another holder.  With n CPUs (the worker's own CPU
+ * affinity, which it shares with the postmaster), a sample counts as useful
+ * min(n, holders on or ready for a CPU) plus the holders waiting outside;
+ * the others queue for a lock or for a CPU, and a higher limit would only
+ * add to them.  The target is the average useful count (over about a
+ * second) times HOLDERS_MARGIN, so the limit grows by up to that factor per
+ * decision while every holder is useful, and settles where about one holder
+ * in ten waits for a lock or a CPU.  It is measured on the holders as they
+ * are, so it works the same whether the limit is enforced or not, which is
+ * what shadow mode needs.
+ *
+ * A holder that waits for its client counts as useful, which is right for
+ * a client that works between its statements, but a client program slowed
+ * by many connections of its own (pgbench at 128, say) keeps more holders
+ * waiting for it the higher the limit: started high, the estimate would
+ * stay high.  So a workload that becomes adaptive starts low, at 2 * n
+ * (within its bounds), and climbs while its holders are useful.
  *
  * "climb": a hill climb on throughput (permits released per second).  It
  * measures a while at the limit, moves the limit, measures again, keeps
@@ -61,6 +68,7 @@
 #include "entry_list.h"
 
 #include <math.h>
+#include <sched.h>
 
 #include "miscadmin.h"
 #include "storage/proc.h"
@@ -76,8 +84,8 @@
 #define CLASS_BUFFERPIN			0x04000000U
 #define CLASS_EXTENSION			0x07000000U
 
-/* The holders not blocked are multiplied by this before rounding up */
-#define HOLDERS_MARGIN			1.25
+/* The useful holders are multiplied by this before rounding up */
+#define HOLDERS_MARGIN			1.1
 /* Per decision, the old samples' weight (a time constant of about 1 s) */
 #define HOLDERS_DECAY			0.8
 /* "climb": relative throughput change taken as noise, and its window */
@@ -108,7 +116,7 @@ typedef struct AdaptiveState
 
 	/* this decision window's samples */
 	int			samples;
-	int			on_cpu;			/* sum of holders with no wait event */
+	int			on_cpu;			/* sum of min(ncpu, holders on or ready for a CPU) */
 	int			off_cpu;		/* sum of holders waiting on the outside */
 	int			blocked;		/* sum of holders waiting for a lock */
 	bool		binding;		/* someone waited (or would have, in shadow) */
@@ -149,25 +157,38 @@ bulkhead_adaptive_init(void)
 							 NULL, NULL, NULL);
 }
 
+/* The CPUs this process (and so the server) may run on */
+static int
+cpu_count(void)
+{
+	cpu_set_t	set;
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+		return CPU_COUNT(&set);
+	return 1;
+}
+
 /*
  * The limit to put in force when the worker loads config into slot (whose
- * lock the caller holds exclusively).  A workload that is not adaptive, or
- * that becomes adaptive (or comes out of a pause), runs at max_running; one
- * that was adaptive already keeps its limit, moved into the new bounds.
+ * lock the caller holds exclusively).  A workload that is not adaptive runs
+ * at max_running; one that becomes adaptive (or comes out of a pause)
+ * starts at twice the server's CPUs, within its bounds (see the header);
+ * one that was adaptive already keeps its limit, moved into the new bounds.
  * After a worker restart the slot is still adaptive in shared memory, so
- * the limit is kept; after a server restart it starts at max_running.
+ * the limit is kept; after a server restart it starts afresh.
  */
 int
 bulkhead_limit_at_load(const BulkheadSlot *slot, const BulkheadConfig *config)
 {
 	bool		was_adaptive = slot->in_use && slot->defined &&
 		slot->config.adaptive;
+	int			limit = slot->current_limit;
 
 	if (!config->adaptive || config->max_running == 0)
 		return config->max_running;
-	if (!was_adaptive || slot->current_limit < 1)
-		return config->max_running;
-	return Max(config->min_running, Min(slot->current_limit, config->max_running));
+	if (!was_adaptive || limit < 1)
+		limit = 2 * cpu_count();
+	return Max(config->min_running, Min(limit, config->max_running));
 }
 
 static void
@@ -204,6 +225,7 @@ state_of(int i, const BulkheadSlot *slot)
 bool
 bulkhead_adaptive_sample(void)
 {
+	int			ncpu = cpu_count();
 	bool		any = false;
 	int			i;
 
@@ -238,10 +260,7 @@ bulkhead_adaptive_sample(void)
 												 bulkhead_shared->permits_per_backend);
 			uint32		info = *((volatile uint32 *) &proc->wait_event_info);
 
-			/*
-			 * A holder just granted shows the queue's wait event (class
-			 * Extension) until it runs: it waits for a CPU, not a lock.
-			 */
+			/* a holder just granted shows the queue's event until it runs */
 			if (info == 0 || WAIT_CLASS(info) == CLASS_EXTENSION)
 				on_cpu++;
 			else if (WAIT_CLASS(info) == CLASS_LOCK ||
@@ -258,7 +277,7 @@ bulkhead_adaptive_sample(void)
 		LWLockRelease(slot->lock);
 
 		st->samples++;
-		st->on_cpu += on_cpu;
+		st->on_cpu += Min(on_cpu, ncpu);
 		st->off_cpu += off_cpu;
 		st->blocked += blocked;
 		st->peak_demand = Max(st->peak_demand, demand);
@@ -266,7 +285,7 @@ bulkhead_adaptive_sample(void)
 	return any;
 }
 
-/* "holders": holders not blocked, over this window and the past ones, with margin */
+/* "holders": useful holders over this window and the past ones, with margin */
 static int
 holders_target(AdaptiveState *st, int current, double *useful)
 {
@@ -281,7 +300,7 @@ holders_target(AdaptiveState *st, int current, double *useful)
 	 * Hysteresis: a target close to the limit in force keeps it, so that an
 	 * estimate near a whole number does not flip the limit at each decision.
 	 */
-	if (target > current - 0.75 && target <= current + 0.2)
+	if (target > current - 0.75 && target <= current + 0.05)
 		return current;
 	return Max((int) ceil(target), 1);
 }
@@ -345,7 +364,7 @@ climb_target(AdaptiveState *st, const BulkheadSlot *slot, int current,
 /* What a decision saw, for the log */
 typedef struct DecisionFigures
 {
-	double		useful;			/* "holders": holders not blocked, averaged */
+	double		useful;			/* "holders": useful holders, averaged */
 	double		rate;			/* "climb": this window's throughput */
 	double		prev_rate;		/* and the one before, at prev_limit */
 	int			prev_limit;
@@ -373,7 +392,7 @@ log_change(const char *name, const AdaptiveState *st, int from, int to,
 		ereport(LOG,
 				(errmsg("bulkhead: workload \"%s\": adaptive limit changed from %d to %d",
 						name, from, to),
-				 errdetail("Holders per sample: %.1f on a CPU, %.1f waiting outside the server, %.1f blocked; %.2f not blocked on average; %d running, %d queued; bounds [%d, %d].",
+				 errdetail("Holders per sample: %.1f on a CPU, %.1f waiting outside the server, %.1f blocked; %.2f useful on average; %d running, %d queued; bounds [%d, %d].",
 						   st->on_cpu / n, st->off_cpu / n, st->blocked / n,
 						   fig->useful, fig->running, fig->queued,
 						   fig->min_running, fig->max_running)));
@@ -420,6 +439,13 @@ bulkhead_adaptive_decide(void)
 		current = slot->current_limit;
 		if (slot->config.max_running == 0 || st->samples == 0)
 			target = current;	/* paused, or nothing seen yet */
+		else if (st->law == ADAPTIVE_LAW_HOLDERS && !st->binding)
+		{
+			/* a load that leaves the limit unused says nothing about it */
+			st->useful_acc = 0;
+			st->samples_acc = 0;
+			target = current;
+		}
 		else if (st->law == ADAPTIVE_LAW_HOLDERS)
 			target = holders_target(st, current, &fig.useful);
 		else
@@ -448,7 +474,7 @@ bulkhead_adaptive_decide(void)
 			fig.max_running = slot->config.max_running;
 		}
 		LWLockRelease(slot->lock);
-		elog(DEBUG1, "bulkhead: workload \"%s\": adaptive limit %d, next %d (%d samples: %d holders on a CPU, %d outside, %d blocked; %.2f not blocked on average; %.0f permits/s, %.0f before at limit %d; %s)",
+		elog(DEBUG1, "bulkhead: workload \"%s\": adaptive limit %d, next %d (%d samples: %d holders on a CPU, %d outside, %d blocked; %.2f useful on average; %.0f permits/s, %.0f before at limit %d; %s)",
 			 st->name, current, target, st->samples, st->on_cpu, st->off_cpu,
 			 st->blocked, fig.useful, fig.rate, fig.prev_rate, fig.prev_limit,
 			 st->binding ? "callers waited" : "no caller waited");
