@@ -20,7 +20,7 @@ init(x) = (b1 = b2 = b3 = b4 = b5 = b6 = b7 = b8 = b9 = b10 = 0)
 plot sum = init(0), f(law) using 1:(avg10($2)) with lines lw 2 lc rgb "#006400" title "adaptive (" . law . ")", \
      sum = init(0), f(fixed_n) using 1:(avg10($2)) with lines lw 1.5 lc rgb "#1f77b4" title fixed_n, \
      sum = init(0), f(fixed_t) using 1:(avg10($2)) with lines lw 1.5 lc rgb "#d62728" title fixed_t
-set ylabel "current_limit"
+set ylabel "current\\_limit"
 set logscale y 2
 set yrange [0.8:160]
 set xlabel "seconds"
