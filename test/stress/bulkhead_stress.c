@@ -9,18 +9,19 @@
  *	  DESIGN.md every few milliseconds.
  *
  *	  bulkhead_stress [-c clients] [-t seconds] [-d conninfo] [-w w1,w2,w3]
- *	                  [-s seed] [-m monitor_ms] [-C cancel_ms]
- *	                  [-K terminate_ms] [-L limit_ms] [-v]
+ *	                  [-A w1,...] [-s seed] [-m monitor_ms] [-C cancel_ms]
+ *	                  [-K terminate_ms] [-L limit_ms] [-P pause_pct] [-v]
  *	  bulkhead_stress -D nocycle|cycle [-c clients] [-t seconds] [-d conninfo]
  *
  * The -D modes are described in deadlock_modes.c.
  *
  * The workloads must exist (enforce mode) in the database of the conninfo,
- * which must be bulkhead.database.  The tool resets their statistics when
- * they are idle, runs, restores their limits, and checks at the end that
- * nothing is running or queued and that acquired = released.  Exit status:
- * 0 when no violation was seen, 1 on a violation, 2 on a setup or tool
- * error.
+ * which must be bulkhead.database; some may be adaptive.  The tool resets
+ * their statistics when they are idle, runs, restores their definitions
+ * (max_running, max_queued, adaptive, min_running), and checks at the end
+ * that nothing is running or queued and that acquired = released.  Exit
+ * status: 0 when no violation was seen, 1 on a violation, 2 on a setup or
+ * tool error.
  *
  * How the monitor checks soundly (one statement per sample):
  *
@@ -30,26 +31,44 @@
  *
  * Append runs its children in order; each part also carries clock_timestamp()
  * and the tool checks that the parts were read in that order.  Every
- * bulkhead_stats row is read under its workload's lock, so the limit checks
- * are exact on each row (running <= max_running, running + queued <=
- * max_running + max_queued, and "no free permit while someone is queued").
+ * bulkhead_stats row is read under its workload's lock, so each row is one
+ * state of the workload: its configuration, current_limit (L), running (R)
+ * and queued (Q).
+ *
+ * The limit checks follow from permit.c, worker.c and adaptive.c:
+ *
+ * - R grows only by a grant (admission, or bulkhead_grant_waiters), which
+ *   happens only while R < L: after it, R <= L.  R + Q grows only by an
+ *   admission, which happens only while R + Q < L + max_queued.  Lowering L
+ *   preempts no one.  So between two reads of a workload, R can end above
+ *   max(R before, the highest L in force in between) only by a bug, and
+ *   R + Q likewise against max(R + Q before, the highest L + max_queued).
+ *   The monitor checks exactly that, with an upper bound of the highest L
+ *   in between (check_stats_row): L changes only when the worker loads a
+ *   changed row (at most once between two reads: the tool changes a
+ *   workload again only after the monitor has seen its previous change
+ *   applied) and, for an adaptive workload, at the worker's decisions,
+ *   within [min_running, max_running].  Between two reads less than 50 ms
+ *   apart the worker decided at most once (SINGLE_DECISION_US says why),
+ *   so the bound is the limits read and the one the load sets; across a
+ *   longer span of an adaptive workload it is max_running.
+ * - Per row: a workload that is not adaptive has L = max_running; an
+ *   adaptive one has L in [min_running, max_running], or 0 when
+ *   max_running = 0 (paused); and Q > 0 implies R >= L (a release hands its
+ *   permit over at once, a raised limit serves waiters at once).
+ *
  * The activity rows are read under the same lock but at another moment, so
  * "running = number of running rows" is only comparable when nothing
  * happened in between.  In views.c and permit.c every change of running or
  * queued either bumps one of the monotonic counters (acquired, released,
- * cancelled, timed_out, rejected_full) under the same lock, or is an enqueue
- * (queued + 1) or a grant by the worker after a limit rise (queued - 1,
- * running + 1).  So when s1 and s2 show the same counters, running and queued
- * for a workload, running could only have grown in between and did not, and
- * queued could then only have grown and did not: the activity read between
- * them saw exactly that state, and must match it.  Samples that are not
- * quiet are counted as skipped, never as violations.
- *
- * A lowered limit may leave running above the new max_running (no one is
- * preempted).  The monitor sees each limit change (the tool spaces them out
- * far more than the sampling interval): after it sees max_running (or
- * max_running + max_queued) drop, running (the sum) may stay above the new
- * limit, but may not grow, until it is back within the limit.
+ * cancelled, timed_out, rejected_full, deadlocks) under the same lock, or is
+ * an enqueue (queued + 1) or a grant by the worker after a limit rise
+ * (queued - 1, running + 1: a load or an adaptive decision).  So when s1 and
+ * s2 show the same counters, running and queued for a workload, running
+ * could only have grown in between and did not, and queued could then only
+ * have grown and did not: the activity read between them saw exactly that
+ * state, and must match it.  Samples that are not quiet are counted as
+ * skipped, never as violations.
  *
  *-------------------------------------------------------------------------
  */
@@ -86,17 +105,29 @@ static int	opt_cancel_ms = 10;		/* mean interval between cancels */
 static int	opt_terminate_ms = 200; /* mean interval between terminations */
 static int	opt_limit_ms = 1000;	/* mean interval between limit changes, per
 									 * workload */
+static int	opt_pause_pct = 8;		/* limit changes that pause (max_running 0) */
 static int	opt_think_ms = 3;		/* max pause between two operations */
 static int	opt_backoff_ms = 20;	/* max pause after a rejection or timeout */
 static bool opt_verbose = false;
+static char *opt_toggle = NULL;	/* -A: workloads switched adaptive on/off */
 static const char *opt_deadlock_mode = NULL;	/* -D: see deadlock_modes.c */
 
 /*---- workloads ----*/
 static int	nworkloads = 0;
 static char wname[MAX_WORKLOADS][64];
 static char wlit[MAX_WORKLOADS][140];	/* as an SQL literal */
-static int	orig_running[MAX_WORKLOADS];
-static int	orig_queued[MAX_WORKLOADS];
+
+/* What the tool sets of a workload's row in bulkhead_workload */
+typedef struct WConfig
+{
+	int			max_running;
+	int			max_queued;
+	int			min_running;
+	bool		adaptive;
+} WConfig;
+
+static WConfig orig_cfg[MAX_WORKLOADS];	/* at the start, restored at the end */
+static bool may_toggle[MAX_WORKLOADS];	/* -A: adaptive switched on and off */
 static int	queue_timeout_ms[MAX_WORKLOADS];
 
 /*---- time and randomness ----*/
@@ -296,6 +327,12 @@ static long reconnects = 0;
 static long connect_failures = 0;
 static long limit_updates = 0;
 static long limit_lowered = 0;
+static long limit_updates_adaptive = 0;	/* of a workload adaptive before or after */
+static long limit_pauses = 0;
+static long limit_resumes = 0;
+static long limit_min_changes = 0;
+static long adaptive_on = 0;
+static long adaptive_off = 0;
 
 /*---- client-side checks ----*/
 static long checks_verify = 0;
@@ -1117,8 +1154,11 @@ typedef struct StatsRow
 				released,
 				cancelled,
 				timed_out,
-				rejected_full;
-	int64_t		t_us;
+				rejected_full,
+				deadlocks,
+				current_limit;
+	int64_t		t_lo;			/* the read happened at or after this */
+	int64_t		t_hi;			/* and at or before this (server clock, us) */
 } StatsRow;
 
 typedef struct ActRow
@@ -1130,33 +1170,60 @@ typedef struct ActRow
 	bool		present;
 } ActRow;
 
+/*
+ * Below this span between two reads of an adaptive workload (server clock:
+ * from the earliest the first read can have happened to the latest the
+ * second can), the worker made at most one decision in between.  Its loop
+ * (worker.c) decides only when 200 ms (BULKHEAD_DECIDE_MS) have passed
+ * since the clock reading at the top of the loop of its previous decision;
+ * two decisions within a span shorter than 50 ms would need the earlier
+ * one to come more than 150 ms after its own loop's clock reading (a load,
+ * a reap and a sample are milliseconds).  Longer spans are checked against
+ * max_running, which bounds whatever the decisions did.
+ */
+#define SINGLE_DECISION_US	50000
+#define LIMIT_SEEN_MAX		256
+
 typedef struct WState
 {
+	/* the previous read of the workload's bulkhead_stats row */
 	bool		have_prev;
-	int64_t		prev_max_running;
-	int64_t		prev_limit_sum;
+	bool		counted;		/* a read compared with a previous one */
 	int64_t		prev_running;
-	bool		over_run;		/* running above a lowered max_running */
-	int64_t		cap_run;
-	bool		over_sum;
-	int64_t		cap_sum;
-	bool		was_over;		/* the previous row was above max_running */
+	int64_t		prev_queued;
+	int64_t		prev_limit;
+	WConfig		prev_cfg;
+	int64_t		prev_t_lo;
+
+	/* figures */
+	bool		was_over;		/* the previous row had running > current_limit */
 	long		transient_samples;
 	long		transient_episodes;
-	int64_t		last_max_running,
-				last_max_queued;
+	long		spans_single;	/* adaptive spans checked against current_limit */
+	long		spans_long;		/* ... against max_running (long spans) */
+	long		worker_up;		/* changes of current_limit by the worker seen */
+	long		worker_down;
+	long		reads_adaptive;
+	int64_t		limit_lo,		/* current_limit seen while adaptive */
+				limit_hi;
+	bool		limit_seen[LIMIT_SEEN_MAX];
 } WState;
 
 static WState wstate[MAX_WORKLOADS];
 
 /*
- * A limit change the tool made and the monitor has not yet seen in
- * bulkhead_stats.  The next change of that workload waits for it, so the
- * monitor sees every limit a workload had (and every decrease).
+ * The configuration in shared memory as the monitor last saw it, and a
+ * change the tool made that the monitor has not seen yet.  The next change
+ * of that workload waits for it, so that the worker applies at most one
+ * change of a workload between two reads of it.  Every change gives
+ * (max_running, max_queued), which bulkhead_stats shows, a value other
+ * than the one in force: a row shows the new pair only once the worker has
+ * copied the whole new row (adaptive and min_running with it) into shared
+ * memory, under the same lock as the row's other columns.
  */
+static WConfig cur_cfg[MAX_WORKLOADS];
+static WConfig pend_cfg[MAX_WORKLOADS];
 static bool limit_pending[MAX_WORKLOADS];
-static int	pending_running[MAX_WORKLOADS];
-static int	pending_queued[MAX_WORKLOADS];
 static int64_t pending_since[MAX_WORKLOADS];
 static int64_t max_apply_us = 0;
 static PGconn *monitor;
@@ -1170,7 +1237,9 @@ static PGresult *monitor_res = NULL;
 static long samples = 0;
 static long checks_running = 0;
 static long checks_sum = 0;
+static long checks_bounds = 0;
 static long checks_conserving = 0;
+static long checks_config = 0;
 static long checks_activity = 0;
 static long checks_dup = 0;
 static long nonquiet = 0;
@@ -1179,18 +1248,19 @@ static long transient_mismatch = 0;
 static const char *monitor_sql =
 "SELECT 1 AS part, workload, max_running::int8, max_queued::int8,"
 " running::int8, queued::int8, acquired, released, cancelled, timed_out,"
-" rejected_full, mode = 'enforce' AS enforce,"
-" (extract(epoch FROM clock_timestamp()) * 1000000)::int8 AS t"
+" rejected_full, deadlocks, current_limit::int8, mode = 'enforce' AS enforce,"
+" (extract(epoch FROM clock_timestamp()) * 1000000)::int8 AS t,"
+" (extract(epoch FROM statement_timestamp()) * 1000000)::int8 AS t0"
 " FROM bulkhead_stats"
 " UNION ALL"
 " SELECT 2, workload, 0, 0, count(*) FILTER (WHERE state = 'running'),"
 " count(*) FILTER (WHERE state = 'queued'), count(*) - count(DISTINCT pid),"
-" 0, 0, 0, 0, true, max((extract(epoch FROM clock_timestamp()) * 1000000)::int8)"
+" 0, 0, 0, 0, 0, 0, true, max((extract(epoch FROM clock_timestamp()) * 1000000)::int8), 0"
 " FROM bulkhead_activity GROUP BY workload"
 " UNION ALL"
 " SELECT 3, workload, max_running, max_queued, running, queued, acquired,"
-" released, cancelled, timed_out, rejected_full, mode = 'enforce',"
-" (extract(epoch FROM clock_timestamp()) * 1000000)::int8"
+" released, cancelled, timed_out, rejected_full, deadlocks, current_limit,"
+" mode = 'enforce', (extract(epoch FROM clock_timestamp()) * 1000000)::int8, 0"
 " FROM bulkhead_stats";
 
 static int
@@ -1204,106 +1274,218 @@ workload_index(const char *name)
 	return -1;
 }
 
-/* The limit checks on one bulkhead_stats row (consistent under its lock) */
+static int64_t
+max64(int64_t a, int64_t b)
+{
+	return a > b ? a : b;
+}
+
+static bool
+same_pair(const WConfig *a, int64_t max_running, int64_t max_queued)
+{
+	return a->max_running == max_running && a->max_queued == max_queued;
+}
+
+/*
+ * The limit the worker puts in force when it loads row cfg into a slot
+ * whose configuration was old and limit was limit: bulkhead_limit_at_load()
+ * in adaptive.c.
+ */
+static int64_t
+limit_at_load(int64_t limit, const WConfig *old, const WConfig *cfg)
+{
+	if (!cfg->adaptive || cfg->max_running == 0)
+		return cfg->max_running;
+	if (!old->adaptive || limit < 1)
+		return cfg->max_running;
+	return max64(cfg->min_running,
+				 limit < cfg->max_running ? limit : cfg->max_running);
+}
+
+static void
+describe_cfg(const WConfig *c, char *buf, size_t n)
+{
+	snprintf(buf, n, "%d/%d%s", c->max_running, c->max_queued,
+			 c->adaptive ? ", adaptive" : "");
+	if (c->adaptive)
+		snprintf(buf + strlen(buf), n - strlen(buf), " min %d", c->min_running);
+}
+
+/*
+ * The checks on one bulkhead_stats row (one state of the workload, copied
+ * under its lock), alone and against the previous read of the workload.
+ */
 static void
 check_stats_row(int w, const StatsRow *r, const char *which)
 {
 	WState	   *ws = &wstate[w];
-	int64_t		limit_sum = r->max_running + r->max_queued;
+	WConfig		cfg;
+	int64_t		R = r->running,
+				Q = r->queued,
+				L = r->current_limit;
 
 	if (!r->enforce)
 	{
 		violation("workload %s is not in enforce mode", wname[w]);
 		return;
 	}
-	if (r->running < 0 || r->queued < 0)
-		violation("workload %s (%s): running %" PRId64 ", queued %" PRId64 " below zero",
-				  wname[w], which, r->running, r->queued);
 
-	if (ws->have_prev)
-	{
-		if (r->max_running < ws->prev_max_running)
-		{
-			if (!ws->over_run)
-				ws->cap_run = ws->prev_max_running;
-			ws->over_run = true;
-		}
-		if (limit_sum < ws->prev_limit_sum)
-		{
-			if (!ws->over_sum)
-				ws->cap_sum = ws->prev_limit_sum;
-			ws->over_sum = true;
-		}
-	}
-
-	/* running <= max_running, or shrinking after a lowered limit */
-	checks_running++;
-	if (r->running > r->max_running)
-	{
-		if (!ws->over_run)
-			violation("workload %s (%s): running %" PRId64 " > max_running %" PRId64
-					  " (no lowered limit pending)", wname[w], which,
-					  r->running, r->max_running);
-		else if (r->running > ws->cap_run)
-			violation("workload %s (%s): running grew to %" PRId64 " (from %" PRId64
-					  ") while above the lowered max_running %" PRId64,
-					  wname[w], which, r->running, ws->cap_run, r->max_running);
-		else
-		{
-			if (!ws->was_over)
-				ws->transient_episodes++;
-			ws->transient_samples++;
-		}
-		ws->cap_run = r->running;
-		ws->was_over = true;
-	}
-	else
-	{
-		ws->over_run = false;
-		ws->was_over = false;
-	}
-
-	/* running + queued <= max_running + max_queued, likewise */
-	checks_sum++;
-	if (r->running + r->queued > limit_sum)
-	{
-		if (!ws->over_sum)
-			violation("workload %s (%s): running %" PRId64 " + queued %" PRId64
-					  " > max_running %" PRId64 " + max_queued %" PRId64
-					  " (no lowered limit pending)", wname[w], which,
-					  r->running, r->queued, r->max_running, r->max_queued);
-		else if (r->running + r->queued > ws->cap_sum)
-			violation("workload %s (%s): running + queued grew to %" PRId64
-					  " (from %" PRId64 ") while above the lowered limit %" PRId64,
-					  wname[w], which, r->running + r->queued, ws->cap_sum, limit_sum);
-		ws->cap_sum = r->running + r->queued;
-	}
-	else
-		ws->over_sum = false;
-
-	/* a permit is never free while someone is queued */
-	checks_conserving++;
-	if (r->queued > 0 && r->running < r->max_running)
-		violation("workload %s (%s): %" PRId64 " queued while only %" PRId64
-				  " of %" PRId64 " permits are held",
-				  wname[w], which, r->queued, r->running, r->max_running);
-
-	if (limit_pending[w] && r->max_running == pending_running[w] &&
-		r->max_queued == pending_queued[w])
+	/* which configuration the row shows: the one in force, or the next */
+	checks_config++;
+	if (limit_pending[w] && same_pair(&pend_cfg[w], r->max_running, r->max_queued))
 	{
 		int64_t		d = now_us() - pending_since[w];
 
+		cur_cfg[w] = pend_cfg[w];
 		limit_pending[w] = false;
 		if (d > max_apply_us)
 			max_apply_us = d;
 	}
+	if (!same_pair(&cur_cfg[w], r->max_running, r->max_queued))
+	{
+		char		c1[64];
+
+		describe_cfg(&cur_cfg[w], c1, sizeof(c1));
+		violation("workload %s (%s): bulkhead_stats shows max_running %" PRId64
+				  ", max_queued %" PRId64 ", neither the row in force (%s) nor the"
+				  " one the tool set since", wname[w], which,
+				  r->max_running, r->max_queued, c1);
+		ws->have_prev = false;
+		return;
+	}
+	cfg = cur_cfg[w];
+
+	if (R < 0 || Q < 0)
+		violation("workload %s (%s): running %" PRId64 ", queued %" PRId64 " below zero",
+				  wname[w], which, R, Q);
+
+	/* current_limit within its bounds */
+	checks_bounds++;
+	if (!cfg.adaptive)
+	{
+		if (L != cfg.max_running)
+			violation("workload %s (%s): current_limit %" PRId64 " but max_running %d"
+					  " (not adaptive)", wname[w], which, L, cfg.max_running);
+	}
+	else if (cfg.max_running == 0)
+	{
+		if (L != 0)
+			violation("workload %s (%s): current_limit %" PRId64 " while paused"
+					  " (adaptive, max_running 0)", wname[w], which, L);
+	}
+	else if (L < cfg.min_running || L > cfg.max_running)
+		violation("workload %s (%s): current_limit %" PRId64 " outside [min_running %d,"
+				  " max_running %d] (adaptive)", wname[w], which, L,
+				  cfg.min_running, cfg.max_running);
+
+	/* a permit is never free while someone is queued */
+	checks_conserving++;
+	if (Q > 0 && R < L)
+		violation("workload %s (%s): %" PRId64 " queued while only %" PRId64
+				  " permits are held, current_limit %" PRId64,
+				  wname[w], which, Q, R, L);
+
+	if (cfg.adaptive)
+	{
+		ws->reads_adaptive++;
+		if (ws->reads_adaptive == 1 || L < ws->limit_lo)
+			ws->limit_lo = L;
+		if (ws->reads_adaptive == 1 || L > ws->limit_hi)
+			ws->limit_hi = L;
+		if (L >= 0 && L < LIMIT_SEEN_MAX)
+			ws->limit_seen[L] = true;
+	}
+
+	/* running (R + Q) grew only up to a limit (+ max_queued) in force */
+	if (ws->have_prev)
+	{
+		const WConfig *o = &ws->prev_cfg;
+		bool		changed = !same_pair(o, cfg.max_running, cfg.max_queued);
+		bool		adaptive = o->adaptive || cfg.adaptive;
+		bool		single = r->t_hi - ws->prev_t_lo < SINGLE_DECISION_US;
+		int64_t		L0 = ws->prev_limit;
+		int64_t		y = changed ? limit_at_load(L0, o, &cfg) : L0;
+		int64_t		l_hi,
+					s_hi;
+
+		/*
+		 * The limits in force between the reads: L0 until the load of the
+		 * changed row, if any, which sets y; the worker's decisions move the
+		 * limit of an adaptive workload within its bounds, to L at the end.
+		 */
+		l_hi = max64(max64(L0, L), y);
+		s_hi = max64(max64(L0 + o->max_queued, L + cfg.max_queued),
+					 y + cfg.max_queued);
+		if (adaptive)
+		{
+			bool		any_before = o->adaptive && (changed || !single);
+			bool		any_after = cfg.adaptive && !single;
+
+			/*
+			 * One decision at most (a short span): with the row unchanged it
+			 * moved L0 to L; with a changed row it came after the load (y to
+			 * L), or before it, from L0 to anything within the old bounds.
+			 * Several decisions (a long span): anything within the bounds.
+			 */
+			if (any_before)
+			{
+				l_hi = max64(l_hi, o->max_running);
+				s_hi = max64(s_hi, o->max_running + o->max_queued);
+			}
+			if (any_after)
+			{
+				l_hi = max64(l_hi, cfg.max_running);
+				s_hi = max64(s_hi, cfg.max_running + cfg.max_queued);
+			}
+			if (single)
+				ws->spans_single++;
+			else
+				ws->spans_long++;
+		}
+
+		checks_running++;
+		if (R > max64(ws->prev_running, l_hi))
+			violation("workload %s (%s): running grew from %" PRId64 " to %" PRId64
+					  " above every limit in force meanwhile (current_limit %" PRId64
+					  " then %" PRId64 ", at most %" PRId64 " in between; max_running %d"
+					  " then %d)", wname[w], which, ws->prev_running, R, L0, L, l_hi,
+					  o->max_running, cfg.max_running);
+		checks_sum++;
+		if (R + Q > max64(ws->prev_running + ws->prev_queued, s_hi))
+			violation("workload %s (%s): running + queued grew from %" PRId64 " to %" PRId64
+					  " above every current_limit + max_queued in force meanwhile (%" PRId64
+					  " + %d then %" PRId64 " + %d, at most %" PRId64 " in between)",
+					  wname[w], which, ws->prev_running + ws->prev_queued, R + Q,
+					  L0, o->max_queued, L, cfg.max_queued, s_hi);
+
+		/* the worker's changes: L moved without a load, or not as the load would */
+		if (adaptive && ws->counted && L != y)
+		{
+			if (L > y)
+				ws->worker_up++;
+			else
+				ws->worker_down++;
+		}
+		ws->counted = true;
+	}
+
+	/* information: above a lowered limit, draining */
+	if (R > L)
+	{
+		if (!ws->was_over)
+			ws->transient_episodes++;
+		ws->transient_samples++;
+		ws->was_over = true;
+	}
+	else
+		ws->was_over = false;
 
 	ws->have_prev = true;
-	ws->prev_max_running = r->max_running;
-	ws->prev_limit_sum = limit_sum;
-	ws->prev_running = r->running;
-	ws->last_max_running = r->max_running;
-	ws->last_max_queued = r->max_queued;
+	ws->prev_running = R;
+	ws->prev_queued = Q;
+	ws->prev_limit = L;
+	ws->prev_cfg = cfg;
+	ws->prev_t_lo = r->t_lo;
 }
 
 static void
@@ -1312,7 +1494,8 @@ monitor_process(PGresult *res)
 	StatsRow	s1[MAX_WORKLOADS],
 				s2[MAX_WORKLOADS];
 	ActRow		a[MAX_WORKLOADS];
-	int64_t		t1_max = INT64_MIN,
+	int64_t		t0 = INT64_MAX,
+				t1_max = INT64_MIN,
 				t2_min = INT64_MAX,
 				t2_max = INT64_MIN,
 				t3_min = INT64_MAX;
@@ -1330,15 +1513,20 @@ monitor_process(PGresult *res)
 	for (i = 0; i < PQntuples(res); i++)
 	{
 		int			part = atoi(PQgetvalue(res, i, 0));
-		int64_t		v[10];
-		int64_t		t = atoll(PQgetvalue(res, i, 12));
+		int64_t		v[11];
+		int64_t		t = atoll(PQgetvalue(res, i, 14));
 		int			k;
 
 		w = workload_index(PQgetvalue(res, i, 1));
-		for (k = 0; k < 9; k++)
+		for (k = 0; k < 11; k++)
 			v[k] = atoll(PQgetvalue(res, i, 2 + k));
 		if (part == 1)
+		{
+			int64_t		ts = atoll(PQgetvalue(res, i, 15));
+
+			t0 = ts < t0 ? ts : t0;
 			t1_max = t > t1_max ? t : t1_max;
+		}
 		else if (part == 2)
 		{
 			t2_min = t < t2_min ? t : t2_min;
@@ -1362,8 +1550,10 @@ monitor_process(PGresult *res)
 			r->cancelled = v[6];
 			r->timed_out = v[7];
 			r->rejected_full = v[8];
-			r->enforce = strcmp(PQgetvalue(res, i, 11), "t") == 0;
-			r->t_us = t;
+			r->deadlocks = v[9];
+			r->current_limit = v[10];
+			r->enforce = strcmp(PQgetvalue(res, i, 13), "t") == 0;
+			r->t_hi = t;
 		}
 		else
 		{
@@ -1376,9 +1566,20 @@ monitor_process(PGresult *res)
 	}
 	/* the parts were read in order (the soundness of the quiet check) */
 	if (t1_max > (t2_min == INT64_MAX ? t3_min : t2_min) ||
-		(t2_max != INT64_MIN && t2_max > t3_min))
-		tool_error("monitor parts were not read in order (%" PRId64 ", %" PRId64
-				   "..%" PRId64 ", %" PRId64 ")", t1_max, t2_min, t2_max, t3_min);
+		(t2_max != INT64_MIN && t2_max > t3_min) || t0 > t1_max)
+		tool_error("monitor parts were not read in order (%" PRId64 ", %" PRId64 ", %" PRId64
+				   "..%" PRId64 ", %" PRId64 ")", t0, t1_max, t2_min, t2_max, t3_min);
+
+	/*
+	 * When each row was read: part 1 after the statement arrived, part 3
+	 * after parts 1 and 2 were done; each before its own clock_timestamp()
+	 * (bulkhead_stats materialises its rows before they are projected).
+	 */
+	for (w = 0; w < nworkloads; w++)
+	{
+		s1[w].t_lo = t0;
+		s2[w].t_lo = t2_max > t1_max ? t2_max : t1_max;
+	}
 
 	samples++;
 	for (w = 0; w < nworkloads; w++)
@@ -1388,6 +1589,7 @@ monitor_process(PGresult *res)
 		if (!s1[w].present || !s2[w].present)
 		{
 			tool_error("workload %s is missing from bulkhead_stats", wname[w]);
+			wstate[w].have_prev = false;
 			continue;
 		}
 		check_stats_row(w, &s1[w], "sample");
@@ -1403,7 +1605,8 @@ monitor_process(PGresult *res)
 			s1[w].released == s2[w].released &&
 			s1[w].cancelled == s2[w].cancelled &&
 			s1[w].timed_out == s2[w].timed_out &&
-			s1[w].rejected_full == s2[w].rejected_full;
+			s1[w].rejected_full == s2[w].rejected_full &&
+			s1[w].deadlocks == s2[w].deadlocks;
 		if (quiet)
 		{
 			checks_activity++;
@@ -1483,9 +1686,6 @@ static long term_waiting = 0,
 			term_working = 0,
 			term_other = 0;
 
-static int	cur_running[MAX_WORKLOADS];
-static int	cur_queued[MAX_WORKLOADS];
-
 static void
 admin_send(const char *sql)
 {
@@ -1538,33 +1738,78 @@ admin_tick(int64_t now)
 		return;
 	for (w = 0; w < nworkloads; w++)
 	{
-		int			b,
-					q,
-					r;
+		const WConfig *c = &cur_cfg[w];
+		const WConfig *o = &orig_cfg[w];
+		WConfig		n;
+		int			top_b = o->max_running * 2 > 2 ? o->max_running * 2 : 2;
+		int			top_q = o->max_queued * 2 > 1 ? o->max_queued * 2 : 1;
+		int			r;
 
 		if (now < next_limit_at[w] || limit_pending[w])
 			continue;
 		next_limit_at[w] = now + around_us(opt_limit_ms);
-		b = cur_running[w];
-		q = cur_queued[w];
-		r = rnd(3);
-		if (r != 1)
-			b = 1 + rnd(orig_running[w] * 2 > 2 ? orig_running[w] * 2 : 2);
-		if (r != 0)
-			q = rnd((orig_queued[w] * 2 > 1 ? orig_queued[w] * 2 : 1) + 1);
-		if (b < cur_running[w] || b + q < cur_running[w] + cur_queued[w])
+		n = *c;
+		if (c->max_running == 0)
+		{
+			/* the pause ends: a new limit, perhaps a new queue */
+			n.max_running = 1 + rnd(top_b);
+			if (chance(50))
+				n.max_queued = rnd(top_q + 1);
+			limit_resumes++;
+		}
+		else if (chance(opt_pause_pct))
+		{
+			n.max_running = 0;
+			limit_pauses++;
+		}
+		else
+		{
+			r = rnd(3);
+			if (r != 1)
+				n.max_running = 1 + rnd(top_b);
+			if (r != 0)
+				n.max_queued = rnd(top_q + 1);
+		}
+		if (may_toggle[w] && chance(25))
+		{
+			n.adaptive = !n.adaptive;
+			if (n.adaptive)
+				adaptive_on++;
+			else
+				adaptive_off++;
+		}
+		/*
+		 * min_running: at most max_running (unless paused), moved now and
+		 * then, mostly in the lower half so that the worker has room, at
+		 * times up to max_running (the limit is then fixed)
+		 */
+		if (n.max_running >= 1 &&
+			(n.min_running > n.max_running ||
+			 ((o->adaptive || may_toggle[w]) && chance(40))))
+			n.min_running = chance(10) ? n.max_running :
+				1 + rnd((n.max_running + 1) / 2);
+		if (n.min_running != c->min_running)
+			limit_min_changes++;
+		/* a pair other than the one in force, so that the monitor sees the change */
+		if (n.max_running == c->max_running && n.max_queued == c->max_queued)
+			n.max_queued = n.max_queued > 0 ? n.max_queued - 1 : n.max_queued + 1;
+
+		if (n.max_running < c->max_running ||
+			n.max_running + n.max_queued < c->max_running + c->max_queued)
 			limit_lowered++;
-		cur_running[w] = b;
-		cur_queued[w] = q;
-		limit_pending[w] = true;
-		pending_running[w] = b;
-		pending_queued[w] = q;
-		pending_since[w] = now;
+		if (n.adaptive || c->adaptive)
+			limit_updates_adaptive++;
 		limit_updates++;
+		pend_cfg[w] = n;
+		limit_pending[w] = true;
+		pending_since[w] = now;
 		snprintf(sql, sizeof(sql),
-				 "UPDATE bulkhead_workload SET max_running = %d, max_queued = %d WHERE name = %s",
-				 b, q, wlit[w]);
-		note("limits of %s: %d/%d", wname[w], b, q);
+				 "UPDATE bulkhead_workload SET max_running = %d, max_queued = %d,"
+				 " min_running = %d, adaptive = %s WHERE name = %s",
+				 n.max_running, n.max_queued, n.min_running,
+				 n.adaptive ? "true" : "false", wlit[w]);
+		note("limits of %s: %d/%d, min %d%s", wname[w], n.max_running, n.max_queued,
+			 n.min_running, n.adaptive ? ", adaptive" : "");
 		admin_send(sql);
 		return;
 	}
@@ -1707,24 +1952,37 @@ setup(void)
 	for (w = 0; w < nworkloads; w++)
 	{
 		PGresult   *res;
+		int64_t		deadline = now_us() + 10 * 1000000;
 
+		/* the row as the worker loaded it (current_limit = max_running if fixed) */
 		snprintf(sql, sizeof(sql),
 				 "SELECT w.max_running, w.max_queued, s.mode,"
-				 " ceil(extract(epoch FROM w.queue_timeout) * 1000)::int"
+				 " ceil(extract(epoch FROM w.queue_timeout) * 1000)::int,"
+				 " w.adaptive, w.min_running,"
+				 " s.max_running = w.max_running AND s.max_queued = w.max_queued"
+				 " AND (w.adaptive OR s.current_limit = w.max_running)"
 				 " FROM bulkhead_workload w JOIN bulkhead_stats s ON s.workload = w.name"
 				 " WHERE w.name = %s", wlit[w]);
-		res = exec_ok(admin, sql);
-		if (PQntuples(res) != 1)
-			fatal("workload \"%s\" is not defined in bulkhead_workload and loaded (bulkhead_stats)",
-				  wname[w]);
-		orig_running[w] = atoi(PQgetvalue(res, 0, 0));
-		orig_queued[w] = atoi(PQgetvalue(res, 0, 1));
+		for (;;)
+		{
+			res = exec_ok(admin, sql);
+			if (PQntuples(res) == 1 && strcmp(PQgetvalue(res, 0, 6), "t") == 0)
+				break;
+			if (now_us() > deadline)
+				fatal("workload \"%s\" is not defined in bulkhead_workload and loaded as it is there (bulkhead_stats)",
+					  wname[w]);
+			PQclear(res);
+			usleep(50000);
+		}
+		orig_cfg[w].max_running = atoi(PQgetvalue(res, 0, 0));
+		orig_cfg[w].max_queued = atoi(PQgetvalue(res, 0, 1));
 		if (strcmp(PQgetvalue(res, 0, 2), "enforce") != 0)
 			fatal("workload \"%s\" is in %s mode; the stress test needs enforce",
 				  wname[w], PQgetvalue(res, 0, 2));
 		queue_timeout_ms[w] = atoi(PQgetvalue(res, 0, 3));
-		cur_running[w] = orig_running[w];
-		cur_queued[w] = orig_queued[w];
+		orig_cfg[w].adaptive = strcmp(PQgetvalue(res, 0, 4), "t") == 0;
+		orig_cfg[w].min_running = atoi(PQgetvalue(res, 0, 5));
+		cur_cfg[w] = orig_cfg[w];
 		PQclear(res);
 	}
 
@@ -1738,6 +1996,31 @@ setup(void)
 	}
 	if (!wait_idle(admin, 0, why, sizeof(why)))
 		fatal("a workload was used during the stats reset:%s", why);
+
+	/*
+	 * The monitor's first read of each workload is compared with this
+	 * state: idle, at the limit in force now, at a time long before (so
+	 * that an adaptive limit may have moved anywhere within its bounds).
+	 */
+	for (w = 0; w < nworkloads; w++)
+	{
+		PGresult   *res;
+		WState	   *ws = &wstate[w];
+
+		snprintf(sql, sizeof(sql),
+				 "SELECT current_limit FROM bulkhead_stats WHERE workload = %s", wlit[w]);
+		res = exec_ok(admin, sql);
+		if (PQntuples(res) != 1)
+			fatal("workload \"%s\" is missing from bulkhead_stats", wname[w]);
+		ws->have_prev = true;
+		ws->counted = false;
+		ws->prev_running = 0;
+		ws->prev_queued = 0;
+		ws->prev_limit = atoll(PQgetvalue(res, 0, 0));
+		ws->prev_cfg = orig_cfg[w];
+		ws->prev_t_lo = INT64_MIN / 2;
+		PQclear(res);
+	}
 
 	PQsetNoticeProcessor(admin, count_notice, NULL);
 	PQsetNoticeProcessor(monitor, count_notice, NULL);
@@ -1772,12 +2055,15 @@ final_checks(void)
 	drain(admin, admin_input, &admin_busy);
 	PQsetnonblocking(admin, 0);
 
-	/* restore the limits */
+	/* restore the definitions */
 	for (w = 0; w < nworkloads; w++)
 	{
 		snprintf(sql, sizeof(sql),
-				 "UPDATE bulkhead_workload SET max_running = %d, max_queued = %d WHERE name = %s",
-				 orig_running[w], orig_queued[w], wlit[w]);
+				 "UPDATE bulkhead_workload SET max_running = %d, max_queued = %d,"
+				 " min_running = %d, adaptive = %s WHERE name = %s",
+				 orig_cfg[w].max_running, orig_cfg[w].max_queued,
+				 orig_cfg[w].min_running, orig_cfg[w].adaptive ? "true" : "false",
+				 wlit[w]);
 		PQclear(exec_ok(admin, sql));
 	}
 
@@ -1816,6 +2102,18 @@ final_checks(void)
 	PQclear(res);
 }
 
+/* Changes of current_limit by the worker that the monitor saw, all workloads */
+static long
+worker_changes(void)
+{
+	long		n = 0;
+	int			w;
+
+	for (w = 0; w < nworkloads; w++)
+		n += wstate[w].worker_up + wstate[w].worker_down;
+	return n;
+}
+
 static void
 print_summary(double runtime)
 {
@@ -1825,8 +2123,9 @@ print_summary(double runtime)
 
 	for (k = 0; k < ST__COUNT; k++)
 		nsteps += step_stats[k].sent;
-	checks = checks_running + checks_sum + checks_conserving + checks_activity +
-		checks_dup + checks_verify + checks_release + checks_release_all;
+	checks = checks_running + checks_sum + checks_bounds + checks_conserving +
+		checks_config + checks_activity + checks_dup + checks_verify +
+		checks_release + checks_release_all;
 
 	{
 		long		started = 0;
@@ -1853,17 +2152,29 @@ print_summary(double runtime)
 	printf("\nchaos: %ld cancels of waiting clients, %ld of working clients (%ld failed to send);\n"
 		   "       %ld terminations (%ld waiting, %ld working, %ld between statements), %ld reconnects"
 		   " (%ld connection attempts failed);\n"
-		   "       %ld limit changes (%ld lowering max_running or the sum; seen applied"
-		   " after at most %.0f ms)\n",
+		   "       %ld limit changes by the tool (%ld lowering max_running or the sum, %ld pauses"
+		   " (max_running 0) and %ld resumes,\n"
+		   "       %ld on workloads adaptive before or after, adaptive switched on %ld and off %ld times,"
+		   " min_running changed %ld times;\n"
+		   "       seen applied after at most %.0f ms)\n",
 		   cancels_waiting, cancels_working, cancel_failures,
 		   terminates_sent, term_waiting, term_working, term_other, reconnects,
-		   connect_failures, limit_updates, limit_lowered, max_apply_us / 1000.0);
+		   connect_failures, limit_updates, limit_lowered, limit_pauses, limit_resumes,
+		   limit_updates_adaptive, adaptive_on, adaptive_off, limit_min_changes,
+		   max_apply_us / 1000.0);
 	printf("\nmonitor: %ld samples (every %d ms; longest gap %.1f ms, %ld gaps over 50 ms),"
 		   " one statement each: stats, activity, stats\n",
 		   samples, opt_monitor_ms, monitor_max_gap / 1000.0, monitor_long_gaps);
-	printf("  %10ld  running <= max_running (or shrinking after a lowered limit)\n", checks_running);
-	printf("  %10ld  running + queued <= max_running + max_queued (likewise)\n", checks_sum);
-	printf("  %10ld  no free permit while someone is queued\n", checks_conserving);
+	printf("  %10ld  the row shows the definition in force or the one the tool set next\n",
+		   checks_config);
+	printf("  %10ld  current_limit = max_running (fixed), in [min_running, max_running]"
+		   " (adaptive), 0 (adaptive, paused)\n", checks_bounds);
+	printf("  %10ld  running grew only up to a current_limit in force since the previous read\n",
+		   checks_running);
+	printf("  %10ld  running + queued grew only up to a current_limit + max_queued in force"
+		   " (likewise)\n", checks_sum);
+	printf("  %10ld  no free permit while someone is queued (queued > 0: running >= current_limit)\n",
+		   checks_conserving);
 	printf("  %10ld  no backend twice in a workload's bulkhead_activity rows\n", checks_dup);
 	printf("  %10ld  running/queued = bulkhead_activity rows, in quiet windows"
 		   " (%ld windows not quiet, skipped; %ld of them differed)\n",
@@ -1872,8 +2183,29 @@ print_summary(double runtime)
 		int			w;
 
 		for (w = 0; w < nworkloads; w++)
-			printf("  workload %s: %ld samples above a lowered max_running, %ld episodes\n",
-				   wname[w], wstate[w].transient_samples, wstate[w].transient_episodes);
+		{
+			WState	   *ws = &wstate[w];
+
+			printf("  workload %s: %ld reads above current_limit (draining after a lowering),"
+				   " %ld episodes\n",
+				   wname[w], ws->transient_samples, ws->transient_episodes);
+			if (ws->reads_adaptive > 0)
+			{
+				int			v,
+							distinct = 0;
+
+				for (v = 0; v < LIMIT_SEEN_MAX; v++)
+					distinct += ws->limit_seen[v];
+				printf("    adaptive in %ld reads: the worker changed current_limit %ld times"
+					   " (%ld up, %ld down), %d values seen in [%" PRId64 ", %" PRId64 "];\n"
+					   "    %ld spans between reads checked against current_limit, %ld longer"
+					   " than %d ms against max_running\n",
+					   ws->reads_adaptive, ws->worker_up + ws->worker_down,
+					   ws->worker_up, ws->worker_down, distinct, ws->limit_lo,
+					   ws->limit_hi, ws->spans_single, ws->spans_long,
+					   SINGLE_DECISION_US / 1000);
+			}
+		}
 	}
 	printf("clients: %ld own-permit checks against bulkhead_activity, %ld releases of held permits,"
 		   " %ld release_all counts checked;\n"
@@ -1885,6 +2217,9 @@ print_summary(double runtime)
 	if (tool_errors)
 		printf("tool errors: %ld\n", tool_errors);
 	printf("runtime: %.1f s\n", runtime);
+	printf("summary: %ld operations, %ld limit changes by the tool (%ld on adaptive workloads),"
+		   " %ld by the worker, %ld violations\n",
+		   ops_done, limit_updates, limit_updates_adaptive, worker_changes(), violations);
 }
 
 static void
@@ -1892,17 +2227,21 @@ usage(void)
 {
 	fprintf(stderr,
 			"usage: bulkhead_stress [-c clients] [-t seconds] [-d conninfo] [-w w1,w2,...]\n"
-			"                       [-s seed] [-m monitor_ms] [-C cancel_ms] [-K terminate_ms]\n"
-			"                       [-L limit_ms] [-T think_ms] [-B backoff_ms] [-v]\n"
+			"                       [-A w1,...] [-s seed] [-m monitor_ms] [-C cancel_ms]\n"
+			"                       [-K terminate_ms] [-L limit_ms] [-P pause_pct]\n"
+			"                       [-T think_ms] [-B backoff_ms] [-v]\n"
 			"       bulkhead_stress -D nocycle|cycle [-c clients] [-t seconds] [-d conninfo]\n"
 			"  -c  clients (default 64)            -t  seconds (default 60)\n"
 			"  -d  libpq conninfo (default: PG* environment)\n"
 			"  -w  workloads, comma-separated (default stress_a,stress_b,stress_c)\n"
+			"  -A  of those, the workloads whose limit changes also switch adaptive on/off\n"
 			"  -s  random seed (default: from the clock)\n"
 			"  -m  monitor sampling interval, ms (default 2)\n"
 			"  -C  mean interval between cancels, ms (default 10)\n"
 			"  -K  mean interval between terminations, ms (default 200)\n"
 			"  -L  mean interval between limit changes of a workload, ms (default 1000)\n"
+			"  -P  percent of limit changes that pause the workload (max_running 0;\n"
+			"      the next change resumes it) (default 8)\n"
 			"  -T  longest pause between two operations of a client, ms (default 3)\n"
 			"  -B  longest pause after a rejection or a timeout, ms (default 20)\n"
 			"  -v  verbose\n"
@@ -1934,7 +2273,7 @@ main(int argc, char **argv)
 	double		runtime;
 	char	   *tok;
 
-	while ((opt = getopt(argc, argv, "c:t:d:w:s:m:C:K:L:T:B:D:vh")) != -1)
+	while ((opt = getopt(argc, argv, "c:t:d:w:A:s:m:C:K:L:P:T:B:D:vh")) != -1)
 	{
 		switch (opt)
 		{
@@ -1949,6 +2288,14 @@ main(int argc, char **argv)
 				break;
 			case 'w':
 				opt_workloads = optarg;
+				break;
+			case 'A':
+				opt_toggle = optarg;
+				break;
+			case 'P':
+				opt_pause_pct = positive(optarg, 0);
+				if (opt_pause_pct > 100)
+					usage();
 				break;
 			case 's':
 				opt_seed = strtoull(optarg, NULL, 10);
@@ -2012,6 +2359,17 @@ main(int argc, char **argv)
 	}
 	if (nworkloads == 0)
 		usage();
+	if (opt_toggle != NULL)
+	{
+		for (tok = strtok(opt_toggle, ","); tok; tok = strtok(NULL, ","))
+		{
+			int			w = workload_index(tok);
+
+			if (w < 0)
+				fatal("-A names \"%s\", which is not one of the workloads of -w", tok);
+			may_toggle[w] = true;
+		}
+	}
 
 	if (opt_seed == 0)
 		opt_seed = (uint64_t) time(NULL) ^ ((uint64_t) getpid() << 20);
@@ -2027,7 +2385,12 @@ main(int argc, char **argv)
 
 	printf("bulkhead_stress: %d clients, %d s, workloads", opt_clients, opt_seconds);
 	for (i = 0; i < nworkloads; i++)
-		printf(" %s (%d/%d)", wname[i], orig_running[i], orig_queued[i]);
+	{
+		char		c[64];
+
+		describe_cfg(&orig_cfg[i], c, sizeof(c));
+		printf(" %s (%s%s)", wname[i], c, may_toggle[i] ? ", switched adaptive" : "");
+	}
 	printf(", seed %" PRIu64 "\n", opt_seed);
 
 	clients = calloc(opt_clients, sizeof(Client));
@@ -2208,6 +2571,16 @@ main(int argc, char **argv)
 	runtime = elapsed_s();
 
 	final_checks();
+	{
+		bool		any_adaptive = false;
+
+		for (i = 0; i < nworkloads; i++)
+			any_adaptive |= wstate[i].reads_adaptive > 0;
+		/* a run long enough must show the worker at work, or it tested nothing of it */
+		if (any_adaptive && runtime >= 30 && worker_changes() == 0)
+			tool_error("the worker changed no adaptive workload's current_limit in %.0f s:"
+					   " the run did not test the limit's changes", runtime);
+	}
 	print_summary(runtime);
 	PQfinish(monitor);
 	PQfinish(admin);
