@@ -6,10 +6,12 @@
 # Installs what is missing (apt-get), builds and installs the extension from
 # a copy of this tree, builds test/stress/bulkhead_stress, starts a
 # throwaway preloaded cluster (max_connections = CLIENTS + 20) as the
-# postgres user, defines three workloads, and runs the tool: CLIENTS clients
-# for SECONDS seconds with random acquires, waits, work, commits, rollbacks,
-# savepoint rollbacks, cancels, terminations and limit changes, while a
-# monitor checks the invariants.  It prints the tool's summary, fails if the
+# postgres user, defines four workloads (three fixed, one adaptive), and runs
+# the tool: CLIENTS clients for SECONDS seconds with random acquires, waits,
+# work, commits, rollbacks, savepoint rollbacks, cancels, terminations, and
+# limit changes and pauses (stress_b is also switched adaptive on and off),
+# while the worker moves the adaptive limits and a monitor checks the
+# invariants against current_limit.  It prints the tool's summary, fails if the
 # server log shows a crash, and ends with the line "N passed, N failed".
 # Exit status 0 only if no invariant was violated.
 #
@@ -23,12 +25,18 @@
 #   STRESS_OPTS="-s 42 -C 5" bash test/stress/run.sh
 # Only some of the runs (main, nocycle, cycle), e.g. a long nocycle run:
 #   STRESS_MODES=nocycle DEADLOCK_CLIENTS=64 DEADLOCK_SECONDS=600 bash test/stress/run.sh
+# The server runs on both CPUs (races need them); STRESS_PIN=1 pins it to
+# CPU 0 as the benchmarks do.  STRESS_CONF adds a server setting, e.g.
+# STRESS_CONF="log_min_messages = debug1" logs each decision of the worker
+# on an adaptive limit, and the end says how close two of them came.
 set -euo pipefail
 
 STRESS_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
 SRC_DIR=$(cd -- "$STRESS_DIR/../.." && pwd -P)
 # shellcheck source=scripts/lib.sh
 . "$SRC_DIR/scripts/lib.sh"
+# read by cluster.sh: the benchmarks pin the server to CPU 0, the stress test does not
+BENCH_PIN=${STRESS_PIN:-0}
 # shellcheck source=test/bench/cluster.sh
 . "$SRC_DIR/test/bench/cluster.sh"
 
@@ -78,17 +86,20 @@ make -C "$WORK/src/test/stress" PG_CONFIG="$BH_PG_CONFIG" >"$WORK/tool.log" 2>&1
     { cat "$WORK/tool.log"; bh_die "the stress tool did not build"; }
 
 bh_say "starting a throwaway cluster (max_connections = $CONNS)"
-bench_cluster_start "max_connections = $CONNS"
+bench_cluster_start "max_connections = $CONNS" ${STRESS_CONF:+"$STRESS_CONF"}
 trap cleanup EXIT    # bench_cluster_start set its own; ours stops it too
 
-# B=2/Q=4, B=4/Q=8 with a statement_timeout guard, B=1/Q=0; short queue
-# timeouts (the tool also passes its own timeouts)
+# B=2/Q=4, B=4/Q=8 with a statement_timeout guard, B=1/Q=0, and an adaptive
+# one, B in [1, 6]/Q=6; short queue timeouts (the tool also passes its own)
+WORKLOADS=stress_a,stress_b,stress_c,stress_d
 bench_psql -c "INSERT INTO bulkhead_workload
-    (name, max_running, max_queued, queue_timeout, statement_timeout) VALUES
-    ('stress_a', 2, 4, '20ms', NULL),
-    ('stress_b', 4, 8, '30ms', '15ms'),
-    ('stress_c', 1, 0, '10ms', NULL)" >/dev/null
-for w in stress_a stress_b stress_c; do bench_wait_loaded "$w"; done
+    (name, max_running, max_queued, queue_timeout, statement_timeout,
+     adaptive, min_running) VALUES
+    ('stress_a', 2, 4, '20ms', NULL, false, 1),
+    ('stress_b', 4, 8, '30ms', '15ms', false, 1),
+    ('stress_c', 1, 0, '10ms', NULL, false, 1),
+    ('stress_d', 6, 6, '25ms', NULL, true, 1)" >/dev/null
+for w in ${WORKLOADS//,/ }; do bench_wait_loaded "$w"; done
 
 status=0
 CONNINFO="host=$BENCH_DIR port=$BENCH_PORT dbname=postgres user=postgres"
@@ -99,7 +110,7 @@ for mode in $MODES; do
             # shellcheck disable=SC2086  # STRESS_OPTS holds options
             timeout --signal=INT --kill-after=30 $((SECONDS_ + 120)) \
                 "$WORK/src/test/stress/bulkhead_stress" -c "$CLIENTS" -t "$SECONDS_" \
-                -d "$CONNINFO" -w stress_a,stress_b,stress_c ${STRESS_OPTS:-} || status=$?
+                -d "$CONNINFO" -w "$WORKLOADS" -A stress_b ${STRESS_OPTS:-} || status=$?
             ;;
         nocycle|cycle)
             bh_say "running bulkhead_stress -D $mode: $DL_CLIENTS clients, $DL_SECONDS s"
@@ -117,6 +128,17 @@ if grep -Eq 'was terminated by signal|PANIC|TRAP:|exited with exit code [2-9]|te
     echo "the server log shows a crash:"
     grep -E 'was terminated by signal|PANIC|TRAP:|exited with exit code [2-9]|terminating any other active server processes|database system was interrupted' "$log" | head -n 20
     [ "$status" -ne 0 ] || status=1
+fi
+# with log_min_messages = debug1: the worker's decisions, closest two of a workload
+decisions=$(grep -c ': adaptive limit [0-9]*, next ' "$log" || true)
+if [ "$decisions" -gt 0 ]; then
+    closest=$(grep ': adaptive limit [0-9]*, next ' "$log" | awk '
+        { split($2, t, ":"); ms = (t[1] * 3600 + t[2] * 60 + t[3]) * 1000
+          match($0, /workload "[^"]*"/); w = substr($0, RSTART, RLENGTH)
+          if (w in prev && ms >= prev[w] && (min == "" || ms - prev[w] < min)) min = ms - prev[w]
+          prev[w] = ms }
+        END { print min == "" ? "-" : min }')
+    echo "the worker logged $decisions decisions on adaptive limits; the closest two of a workload came $closest ms apart"
 fi
 reaped=$(grep -c 'left by ended processes' "$log" || true)
 [ "$reaped" -eq 0 ] ||
