@@ -10,7 +10,8 @@
  *
  *	  bulkhead_stress [-c clients] [-t seconds] [-d conninfo] [-w w1,w2,w3]
  *	                  [-A w1,...] [-s seed] [-m monitor_ms] [-C cancel_ms]
- *	                  [-K terminate_ms] [-L limit_ms] [-P pause_pct] [-v]
+ *	                  [-K terminate_ms] [-L limit_ms] [-P pause_pct]
+ *	                  [-X lock_pct] [-v]
  *	  bulkhead_stress -D nocycle|cycle [-c clients] [-t seconds] [-d conninfo]
  *
  * The -D modes are described in deadlock_modes.c.
@@ -106,6 +107,7 @@ static int	opt_terminate_ms = 200; /* mean interval between terminations */
 static int	opt_limit_ms = 1000;	/* mean interval between limit changes, per
 									 * workload */
 static int	opt_pause_pct = 8;		/* limit changes that pause (max_running 0) */
+static int	opt_lock_pct = 40;		/* work on adaptive workloads under a lock */
 static int	opt_think_ms = 3;		/* max pause between two operations */
 static int	opt_backoff_ms = 20;	/* max pause after a rejection or timeout */
 static bool opt_verbose = false;
@@ -315,6 +317,7 @@ static const char *const scenario_names[SC__COUNT] = {
 };
 
 static long scenario_count[SC__COUNT];
+static long locked_work = 0;	/* work steps under a workload's lock */
 static long ops_done = 0;
 static long error_paths = 0;
 
@@ -348,6 +351,7 @@ typedef struct Step
 	int			w;				/* workload, or -1 */
 	int			needs;			/* skip unless this workload is held, or -1 */
 	int			arg_ms;			/* timeout (-1: default, -2: omitted) / work */
+	bool		lock;			/* work: under the lock of workload needs */
 } Step;
 
 typedef enum ClientState
@@ -518,6 +522,16 @@ push(Client *c, StepKind kind, int w, int needs, int arg_ms)
 	s->w = w;
 	s->needs = needs;
 	s->arg_ms = arg_ms;
+	/*
+	 * Work under a permit of a workload that is or may become adaptive
+	 * takes, at times, a lock of that workload: its holders then wait for
+	 * each other as on a hot row, which is what makes the worker lower the
+	 * limit (adaptive.c counts a holder waiting for a lock as blocked).
+	 */
+	s->lock = kind == ST_WORK && needs >= 0 &&
+		(orig_cfg[needs].adaptive || may_toggle[needs]) && chance(opt_lock_pct);
+	if (s->lock)
+		locked_work++;
 }
 
 /* a wait bound for acquire: default queue_timeout, zero, or 1..40 ms */
@@ -723,7 +737,11 @@ step_sql(const Step *s, char *buf, size_t n)
 					 s->kind == ST_TRY_X ? "_xact" : "", wlit[s->w], t);
 			break;
 		case ST_WORK:
-			snprintf(buf, n, "SELECT pg_sleep(%d / 1000.0)", s->arg_ms);
+			if (s->lock)
+				snprintf(buf, n, "SELECT pg_advisory_xact_lock(4242, %d), pg_sleep(%d / 1000.0)",
+						 s->needs, s->arg_ms);
+			else
+				snprintf(buf, n, "SELECT pg_sleep(%d / 1000.0)", s->arg_ms);
 			break;
 		case ST_REL:
 			snprintf(buf, n, "SELECT bulkhead_release(%s)", wlit[s->w]);
@@ -2138,6 +2156,7 @@ print_summary(double runtime)
 	}
 	for (k = 0; k < SC__COUNT; k++)
 		printf("  %8ld  %s\n", scenario_count[k], scenario_names[k]);
+	printf("  (%ld work steps under the lock of an adaptive workload)\n", locked_work);
 	printf("\nstatements (%ld sent):\n", nsteps);
 	printf("  %-26s %8s %8s %7s %7s %7s %9s %6s %5s\n",
 		   "", "sent", "ok/true", "false", "full", "timeout", "cancelled", "killed", "other");
@@ -2228,7 +2247,7 @@ usage(void)
 	fprintf(stderr,
 			"usage: bulkhead_stress [-c clients] [-t seconds] [-d conninfo] [-w w1,w2,...]\n"
 			"                       [-A w1,...] [-s seed] [-m monitor_ms] [-C cancel_ms]\n"
-			"                       [-K terminate_ms] [-L limit_ms] [-P pause_pct]\n"
+			"                       [-K terminate_ms] [-L limit_ms] [-P pause_pct] [-X lock_pct]\n"
 			"                       [-T think_ms] [-B backoff_ms] [-v]\n"
 			"       bulkhead_stress -D nocycle|cycle [-c clients] [-t seconds] [-d conninfo]\n"
 			"  -c  clients (default 64)            -t  seconds (default 60)\n"
@@ -2242,6 +2261,8 @@ usage(void)
 			"  -L  mean interval between limit changes of a workload, ms (default 1000)\n"
 			"  -P  percent of limit changes that pause the workload (max_running 0;\n"
 			"      the next change resumes it) (default 8)\n"
+			"  -X  percent of the work under a permit of an adaptive workload (or one of -A)\n"
+			"      that takes that workload's lock, pg_advisory_xact_lock (default 40)\n"
 			"  -T  longest pause between two operations of a client, ms (default 3)\n"
 			"  -B  longest pause after a rejection or a timeout, ms (default 20)\n"
 			"  -v  verbose\n"
@@ -2273,7 +2294,7 @@ main(int argc, char **argv)
 	double		runtime;
 	char	   *tok;
 
-	while ((opt = getopt(argc, argv, "c:t:d:w:A:s:m:C:K:L:P:T:B:D:vh")) != -1)
+	while ((opt = getopt(argc, argv, "c:t:d:w:A:s:m:C:K:L:P:X:T:B:D:vh")) != -1)
 	{
 		switch (opt)
 		{
@@ -2295,6 +2316,11 @@ main(int argc, char **argv)
 			case 'P':
 				opt_pause_pct = positive(optarg, 0);
 				if (opt_pause_pct > 100)
+					usage();
+				break;
+			case 'X':
+				opt_lock_pct = positive(optarg, 0);
+				if (opt_lock_pct > 100)
 					usage();
 				break;
 			case 's':
