@@ -139,6 +139,10 @@ if [ "$decisions" -gt 0 ]; then
           prev[w] = ms }
         END { print min == "" ? "-" : min }')
     echo "the worker logged $decisions decisions on adaptive limits; the closest two of a workload came $closest ms apart"
+    # the monitor's checks of an adaptive workload over spans under 50 ms assume more
+    if [ "$closest" != - ] && [ "${closest%.*}" -lt 50 ]; then
+        echo "warning: two decisions came less than 50 ms apart: a violation on an adaptive workload over a short span may not be one (see test/stress/README.md)"
+    fi
 fi
 reaped=$(grep -c 'left by ended processes' "$log" || true)
 [ "$reaped" -eq 0 ] ||
