@@ -1306,8 +1306,10 @@ same_pair(const WConfig *a, int64_t max_running, int64_t max_queued)
 
 /*
  * The limit the worker puts in force when it loads row cfg into a slot
- * whose configuration was old and limit was limit: bulkhead_limit_at_load()
- * in adaptive.c.
+ * whose configuration was old and limit was limit (bulkhead_limit_at_load()
+ * in adaptive.c), or -1 when the worker chooses its starting point within
+ * [min_running, max_running]: a workload that becomes adaptive or resumes
+ * from a pause (the start is the worker's to choose, and has changed).
  */
 static int64_t
 limit_at_load(int64_t limit, const WConfig *old, const WConfig *cfg)
@@ -1315,7 +1317,7 @@ limit_at_load(int64_t limit, const WConfig *old, const WConfig *cfg)
 	if (!cfg->adaptive || cfg->max_running == 0)
 		return cfg->max_running;
 	if (!old->adaptive || limit < 1)
-		return cfg->max_running;
+		return -1;
 	return max64(cfg->min_running,
 				 limit < cfg->max_running ? limit : cfg->max_running);
 }
@@ -1423,14 +1425,18 @@ check_stats_row(int w, const StatsRow *r, const char *which)
 		bool		single = r->t_hi - ws->prev_t_lo < SINGLE_DECISION_US;
 		int64_t		L0 = ws->prev_limit;
 		int64_t		y = changed ? limit_at_load(L0, o, &cfg) : L0;
+		bool		y_known = y >= 0;
 		int64_t		l_hi,
 					s_hi;
 
 		/*
 		 * The limits in force between the reads: L0 until the load of the
-		 * changed row, if any, which sets y; the worker's decisions move the
-		 * limit of an adaptive workload within its bounds, to L at the end.
+		 * changed row, if any, which sets y (at most max_running when the
+		 * worker chooses it); the worker's decisions move the limit of an
+		 * adaptive workload within its bounds, to L at the end.
 		 */
+		if (!y_known)
+			y = cfg.max_running;
 		l_hi = max64(max64(L0, L), y);
 		s_hi = max64(max64(L0 + o->max_queued, L + cfg.max_queued),
 					 y + cfg.max_queued);
@@ -1477,7 +1483,7 @@ check_stats_row(int w, const StatsRow *r, const char *which)
 					  L0, o->max_queued, L, cfg.max_queued, s_hi);
 
 		/* the worker's changes: L moved without a load, or not as the load would */
-		if (adaptive && ws->counted && L != y)
+		if (adaptive && ws->counted && y_known && L != y)
 		{
 			if (L > y)
 				ws->worker_up++;
