@@ -34,7 +34,7 @@ FIXED_LOCALE = --encoding=UTF8 --no-locale
 
 # pg_regress: sql/<name>.sql against expected/<name>.out
 REGRESS = setup workload_table permits scopes guards errors stats transparent \
-	bad_input privileges rules
+	bad_input privileges rules adaptive
 REGRESS_OPTS = --temp-instance=./tmp_check_regress $(FIXED_LOCALE) \
 	--temp-config=$(srcdir)/test/regress.conf
 
