@@ -34,14 +34,14 @@ FIXED_LOCALE = --encoding=UTF8 --no-locale
 
 # pg_regress: sql/<name>.sql against expected/<name>.out
 REGRESS = setup workload_table permits scopes guards errors stats transparent \
-	bad_input privileges rules
+	bad_input privileges rules adaptive
 REGRESS_OPTS = --temp-instance=./tmp_check_regress $(FIXED_LOCALE) \
 	--temp-config=$(srcdir)/test/regress.conf
 
 # isolation: test/specs/<name>.spec against test/expected/<name>.out
 ISOLATION = reject_full wait_timeout handoff cancel_waiter limit_raise \
 	xact_release session_kept shadow transparent_queue \
-	deadlock_cycles deadlock_transparent blocking_pids
+	deadlock_cycles deadlock_transparent blocking_pids pause
 ISOLATION_OPTS = --inputdir=$(srcdir)/test $(FIXED_LOCALE) \
 	--temp-instance=./tmp_check_iso \
 	--temp-config=$(srcdir)/test/isolation.conf

@@ -253,12 +253,12 @@ UPDATE bulkhead_workload SET name = 'W' WHERE name = 'w';
 \echo :LAST_ERROR_SQLSTATE
 UPDATE bulkhead_workload SET name = repeat('€', 22) WHERE name = 'w';
 \echo :LAST_ERROR_SQLSTATE
--- max_running
+-- max_running (0 is allowed: it pauses the workload, see adaptive.sql)
 INSERT INTO bulkhead_workload (name, max_running) VALUES ('x', NULL);
 \echo :LAST_ERROR_SQLSTATE
 INSERT INTO bulkhead_workload (name) VALUES ('x');
 \echo :LAST_ERROR_SQLSTATE
-INSERT INTO bulkhead_workload (name, max_running) VALUES ('x', 0);
+INSERT INTO bulkhead_workload (name, max_running) VALUES ('x', -2147483648);
 \echo :LAST_ERROR_SQLSTATE
 INSERT INTO bulkhead_workload (name, max_running) VALUES ('x', -1);
 \echo :LAST_ERROR_SQLSTATE
@@ -266,7 +266,7 @@ INSERT INTO bulkhead_workload (name, max_running) VALUES ('x', 2147483648);
 \echo :LAST_ERROR_SQLSTATE
 INSERT INTO bulkhead_workload (name, max_running) VALUES ('x', 'many');
 \echo :LAST_ERROR_SQLSTATE
-UPDATE bulkhead_workload SET max_running = 0 WHERE name = 'w';
+UPDATE bulkhead_workload SET max_running = -1 WHERE name = 'w';
 \echo :LAST_ERROR_SQLSTATE
 -- max_queued
 INSERT INTO bulkhead_workload (name, max_running, max_queued) VALUES ('x', 1, NULL);

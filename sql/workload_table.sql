@@ -10,7 +10,7 @@ INSERT INTO bulkhead_workload (name, max_running) VALUES (repeat('é', 32), 1);
 \echo :LAST_ERROR_SQLSTATE
 INSERT INTO bulkhead_workload (name, max_running) VALUES (NULL, 1);
 \echo :LAST_ERROR_SQLSTATE
-INSERT INTO bulkhead_workload (name, max_running) VALUES ('w', 0);
+INSERT INTO bulkhead_workload (name, max_running) VALUES ('w', -1);
 \echo :LAST_ERROR_SQLSTATE
 INSERT INTO bulkhead_workload (name, max_running) VALUES ('w', NULL);
 \echo :LAST_ERROR_SQLSTATE

@@ -73,6 +73,25 @@ $node->safe_psql(
 wait_loaded($node, 'w', 1);
 wait_loaded($node, 'sh', 1);
 
+# An adaptive workload whose limit in force is not its max_running: at rest
+# (nobody waits, so the worker leaves it alone) an UPDATE keeps the limit,
+# moved into the new bounds: max_running 4 -> 2 lowers it to 2, 2 -> 6 keeps
+# it at 2.
+$node->safe_psql('postgres', q{
+	INSERT INTO bulkhead_workload (name, max_running, min_running, adaptive)
+	VALUES ('ad', 4, 1, true);
+	});
+wait_loaded($node, 'ad', 4);
+$node->safe_psql('postgres',
+	"UPDATE bulkhead_workload SET max_running = 2 WHERE name = 'ad'");
+wait_loaded($node, 'ad', 2);
+$node->safe_psql('postgres',
+	"UPDATE bulkhead_workload SET max_running = 6 WHERE name = 'ad'");
+wait_loaded($node, 'ad', 6);
+is($node->safe_psql('postgres',
+		"SELECT current_limit FROM bulkhead_stats WHERE workload = 'ad'"),
+	'2', 'adaptive workload ad: max_running 6, limit in force 2');
+
 my ($sa, $sb, $sc) = (session($node), session($node), session($node));
 my $pid_b = sql($sb, 'SELECT pg_backend_pid()');
 sql($_, '\\set VERBOSITY verbose') for ($sa, $sb, $sc);    # SQLSTATEs in errors
@@ -163,7 +182,7 @@ is( $node->safe_psql(
 		SELECT mode, max_running, max_queued, running, queued, acquired,
 		       rejected_full, timed_out, cancelled, released, shadow_queued,
 		       shadow_rejected, peak_running, peak_queued
-		  FROM bulkhead_stats ORDER BY workload}),
+		  FROM bulkhead_stats WHERE workload <> 'ad' ORDER BY workload}),
 	"shadow|1|1|0|0|3|0|0|0|3|1|1|3|0\n"
 	  . "enforce|1|1|1|1|4|2|1|1|3|0|0|1|1",
 	'bulkhead_stats after the sequence');
@@ -316,6 +335,7 @@ is(sample('pg_exporter_last_scrape_error'),
 my %expected_types = (
 	(map { ("bulkhead_$_" => 'gauge') }
 		  qw(max_running max_queued running queued peak_running peak_queued
+		  current_limit
 		  wait_time_max_seconds stats_reset_timestamp_seconds
 		  wait_time_seconds hold_time_seconds activity_backends)),
 	(map { ("bulkhead_${_}_total" => 'counter') }
@@ -333,6 +353,7 @@ is("@unexpected", '', 'no other bulkhead_ metric');
 # exact values after the sequence
 my %expect_w = (
 	max_running => 1,
+	current_limit => 1,
 	max_queued => 1,
 	running => 1,
 	queued => 1,
@@ -361,6 +382,11 @@ my %expect_sh = (
 	shadow_rejected_total => 1);
 metric_is("bulkhead_$_", \%w, $expect_w{$_}) for sort keys %expect_w;
 metric_is("bulkhead_$_", \%sh, $expect_sh{$_}) for sort keys %expect_sh;
+
+# the limit in force, not max_running, for the adaptive workload
+my %ad = (workload => 'ad', mode => 'enforce');
+metric_is('bulkhead_max_running', \%ad, 6);
+metric_is('bulkhead_current_limit', \%ad, 2);
 
 # activity: one running and one queued on w, zeros on sh
 metric_is('bulkhead_activity_backends', { workload => 'w', state => 'running' }, 1);
