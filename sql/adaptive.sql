@@ -132,22 +132,24 @@ SELECT bh_wait($$(SELECT count(*) FROM bulkhead_stats) = 0$$);
 --
 -- 4. Adaptive, at rest (no caller waits, so the worker keeps the limit)
 --
+-- A workload that becomes adaptive starts at twice the server's CPUs,
+-- within [min_running, max_running]; with max_running = 2 (or with
+-- min_running = max_running) that is the bound, whatever the CPU count.
 INSERT INTO bulkhead_workload (name, max_running, min_running, adaptive, max_queued)
-VALUES ('adapt', 8, 2, true, 0);
+VALUES ('adapt', 2, 1, true, 0);
 SELECT bh_wait($$EXISTS (SELECT 1 FROM bulkhead_stats WHERE workload = 'adapt')$$);
--- it starts at max_running
 SELECT max_running, current_limit FROM bulkhead_stats WHERE workload = 'adapt';
 -- a light load (one holder, nobody waits) and some decisions of the worker
 -- (one every 200 ms) later, the limit is where it was
 SELECT bulkhead_acquire('adapt');
 SELECT pg_sleep(0.6);
 SELECT bulkhead_release('adapt');
-SELECT max_running, current_limit, current_limit BETWEEN 2 AND max_running AS in_bounds
+SELECT max_running, current_limit, current_limit BETWEEN 1 AND max_running AS in_bounds
   FROM bulkhead_stats WHERE workload = 'adapt';
 -- an UPDATE keeps the limit, moved into the new bounds [min_running,
 -- max_running]: a lower max_running lowers it ...
-UPDATE bulkhead_workload SET max_running = 4 WHERE name = 'adapt';
-SELECT bh_wait($$(SELECT max_running = 4 FROM bulkhead_stats WHERE workload = 'adapt')$$);
+UPDATE bulkhead_workload SET max_running = 1 WHERE name = 'adapt';
+SELECT bh_wait($$(SELECT max_running = 1 FROM bulkhead_stats WHERE workload = 'adapt')$$);
 SELECT max_running, current_limit FROM bulkhead_stats WHERE workload = 'adapt';
 -- ... a higher one does not raise it ...
 UPDATE bulkhead_workload SET max_running = 6 WHERE name = 'adapt';
@@ -155,7 +157,7 @@ SELECT bh_wait($$(SELECT max_running = 6 FROM bulkhead_stats WHERE workload = 'a
 SELECT max_running, current_limit FROM bulkhead_stats WHERE workload = 'adapt';
 -- ... a higher min_running raises it to min_running, a lower one keeps it
 UPDATE bulkhead_workload SET min_running = 5 WHERE name = 'adapt';
-SELECT bh_wait($$(SELECT current_limit <> 4 FROM bulkhead_stats WHERE workload = 'adapt')$$);
+SELECT bh_wait($$(SELECT current_limit <> 1 FROM bulkhead_stats WHERE workload = 'adapt')$$);
 SELECT max_running, current_limit FROM bulkhead_stats WHERE workload = 'adapt';
 UPDATE bulkhead_workload SET min_running = 1, max_queued = 1 WHERE name = 'adapt';
 SELECT bh_wait($$(SELECT max_queued = 1 FROM bulkhead_stats WHERE workload = 'adapt')$$);
@@ -164,18 +166,15 @@ SELECT max_running, current_limit FROM bulkhead_stats WHERE workload = 'adapt';
 UPDATE bulkhead_workload SET adaptive = false, max_queued = 2 WHERE name = 'adapt';
 SELECT bh_wait($$(SELECT max_queued = 2 FROM bulkhead_stats WHERE workload = 'adapt')$$);
 SELECT max_running, current_limit FROM bulkhead_stats WHERE workload = 'adapt';
--- adaptive on again, after a lower limit while it was off: it starts at
--- max_running
+-- adaptive on again: it starts afresh (here at max_running = 2, not at the
+-- 5 it had, nor at the 3 it had while it was off)
 UPDATE bulkhead_workload SET max_running = 3, max_queued = 3 WHERE name = 'adapt';
 SELECT bh_wait($$(SELECT max_queued = 3 FROM bulkhead_stats WHERE workload = 'adapt')$$);
-UPDATE bulkhead_workload SET max_running = 7, adaptive = true, max_queued = 4 WHERE name = 'adapt';
+UPDATE bulkhead_workload SET max_running = 2, adaptive = true, max_queued = 4 WHERE name = 'adapt';
 SELECT bh_wait($$(SELECT max_queued = 4 FROM bulkhead_stats WHERE workload = 'adapt')$$);
 SELECT max_running, current_limit FROM bulkhead_stats WHERE workload = 'adapt';
-UPDATE bulkhead_workload SET max_running = 5, max_queued = 0 WHERE name = 'adapt';
+UPDATE bulkhead_workload SET max_running = 8, max_queued = 0 WHERE name = 'adapt';
 SELECT bh_wait($$(SELECT max_queued = 0 FROM bulkhead_stats WHERE workload = 'adapt')$$);
-SELECT max_running, current_limit FROM bulkhead_stats WHERE workload = 'adapt';
-UPDATE bulkhead_workload SET max_running = 8 WHERE name = 'adapt';
-SELECT bh_wait($$(SELECT max_running = 8 FROM bulkhead_stats WHERE workload = 'adapt')$$);
 SELECT max_running, current_limit FROM bulkhead_stats WHERE workload = 'adapt';
 -- an adaptive workload can be paused: the limit is 0, whatever min_running
 UPDATE bulkhead_workload SET max_running = 0, min_running = 3 WHERE name = 'adapt';
@@ -184,9 +183,10 @@ SELECT max_running, current_limit FROM bulkhead_stats WHERE workload = 'adapt';
 SELECT bulkhead_try_acquire('adapt');
 SELECT bulkhead_acquire('adapt');
 \echo :LAST_ERROR_SQLSTATE
--- out of the pause, it starts at max_running (not at the 5 it had)
-UPDATE bulkhead_workload SET max_running = 8 WHERE name = 'adapt';
-SELECT bh_wait($$(SELECT max_running = 8 FROM bulkhead_stats WHERE workload = 'adapt')$$);
+-- out of the pause, it starts afresh (here at min_running = max_running =
+-- 3, not at the 2 it had)
+UPDATE bulkhead_workload SET max_running = 3 WHERE name = 'adapt';
+SELECT bh_wait($$(SELECT max_running = 3 FROM bulkhead_stats WHERE workload = 'adapt')$$);
 SELECT max_running, current_limit FROM bulkhead_stats WHERE workload = 'adapt';
 SELECT bulkhead_try_acquire('adapt');
 SELECT bulkhead_release('adapt');
