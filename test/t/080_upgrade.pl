@@ -59,7 +59,11 @@ is($node->safe_psql('postgres', q{
 	"\nbatch:1:1\nreports:0:0\nbatch:running:session\n\n0\nt\n\n0",
 	'1.0 functions and views work with the new library');
 
-my $rows_sql = 'SELECT * FROM bulkhead_workload ORDER BY name';
+# the columns of 1.0 (1.1 adds adaptive and min_running, checked below)
+my $rows_sql = q{
+	SELECT name, max_running, max_queued, queue_timeout, statement_timeout,
+	       lock_timeout, idle_timeout, roles, mode
+	  FROM bulkhead_workload ORDER BY name};
 my $rows_before = $node->safe_psql('postgres', $rows_sql);
 
 $node->safe_psql('postgres', 'ALTER EXTENSION bulkhead UPDATE');
@@ -68,6 +72,16 @@ is($node->safe_psql('postgres',
 	$default_version, "updated to $default_version");
 is($node->safe_psql('postgres', $rows_sql),
 	$rows_before, 'the workload rows survive the update');
+is($node->safe_psql('postgres',
+		'SELECT name, adaptive, min_running FROM bulkhead_workload ORDER BY name'),
+	"batch|f|1\nreports|f|1",
+	'the new columns take their defaults: not adaptive, min_running 1');
+ok( poll_until(
+		$node, q{
+		SELECT string_agg(workload || ':' || max_running || ':' || current_limit, ','
+		                  ORDER BY workload) = 'batch:1:1,reports:2:2'
+		  FROM bulkhead_stats}),
+	'bulkhead_stats shows current_limit = max_running for the kept workloads');
 is($node->safe_psql('postgres', q{
 		SELECT bulkhead_acquire('batch');
 		SELECT running FROM bulkhead_stats WHERE workload = 'batch';
