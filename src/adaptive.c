@@ -115,12 +115,11 @@ typedef struct AdaptiveState
 	int			law;			/* the law they were gathered for */
 
 	/* this decision window's samples */
-	int			samples;
+	int			samples;		/* those taken while callers waited */
 	int			on_cpu;			/* sum of min(ncpu, holders on or ready for a CPU) */
 	int			off_cpu;		/* sum of holders waiting on the outside */
 	int			blocked;		/* sum of holders waiting for a lock */
 	bool		binding;		/* someone waited (or would have, in shadow) */
-	int			peak_demand;	/* most holders + waiters in one sample */
 
 	/* "holders": decayed sums over past windows */
 	double		useful_acc;
@@ -237,7 +236,7 @@ bulkhead_adaptive_sample(void)
 		int			on_cpu = 0;
 		int			off_cpu = 0;
 		int			blocked = 0;
-		int			demand;
+		bool		binding;
 
 		/* unlocked peek: a slot that is not adaptive costs no lock */
 		if (!slot->in_use || !slot->config.adaptive)
@@ -270,17 +269,22 @@ bulkhead_adaptive_sample(void)
 			else
 				off_cpu++;
 		}
-		demand = slot->running + slot->queued;
-		if (slot->queued > 0 ||
-			(slot->config.shadow && slot->running > slot->current_limit))
-			st->binding = true;
+		binding = slot->queued > 0 ||
+			(slot->config.shadow && slot->running > slot->current_limit);
 		LWLockRelease(slot->lock);
 
+		/*
+		 * Only a sample taken while callers wait (or would, in shadow mode)
+		 * says something about the limit: one taken at rest, or as a burst
+		 * begins, would drag the estimate down.
+		 */
+		if (!binding)
+			continue;
+		st->binding = true;
 		st->samples++;
 		st->on_cpu += Min(on_cpu, ncpu);
 		st->off_cpu += off_cpu;
 		st->blocked += blocked;
-		st->peak_demand = Max(st->peak_demand, demand);
 	}
 	return any;
 }
@@ -486,7 +490,6 @@ bulkhead_adaptive_decide(void)
 		st->on_cpu = 0;
 		st->off_cpu = 0;
 		st->blocked = 0;
-		st->peak_demand = 0;
 		if (st->law == ADAPTIVE_LAW_HOLDERS || st->decisions == 0)
 			st->binding = false;
 	}
