@@ -207,9 +207,6 @@ state_of(int i, const BulkheadSlot *slot)
 {
 	AdaptiveState *st;
 
-	if (states == NULL)
-		states = MemoryContextAllocZero(TopMemoryContext,
-										sizeof(AdaptiveState) * bulkhead_shared->nslots);
 	st = &states[i];
 	if (!st->active || st->law != bulkhead_adaptive_law ||
 		strcmp(st->name, slot->name) != 0)
@@ -228,6 +225,11 @@ bulkhead_adaptive_sample(void)
 	bool		any = false;
 	int			i;
 
+	/* allocated before any slot lock is taken: an allocation can throw */
+	if (states == NULL)
+		states = MemoryContextAllocZero(TopMemoryContext,
+										sizeof(AdaptiveState) * bulkhead_shared->nslots);
+
 	for (i = 0; i < bulkhead_shared->nslots; i++)
 	{
 		BulkheadSlot *slot = &bulkhead_shared->slots[i];
@@ -241,8 +243,7 @@ bulkhead_adaptive_sample(void)
 		/* unlocked peek: a slot that is not adaptive costs no lock */
 		if (!slot->in_use || !slot->config.adaptive)
 		{
-			if (states != NULL)
-				states[i].active = false;
+			states[i].active = false;
 			continue;
 		}
 		LWLockAcquire(slot->lock, LW_SHARED);
