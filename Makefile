@@ -23,7 +23,8 @@ OBJS = \
 	src/views.o \
 	src/rules.o \
 	src/adaptive.o
-DATA = sql/bulkhead--1.0.sql sql/bulkhead--1.1.sql sql/bulkhead--1.0--1.1.sql
+DATA = sql/bulkhead--1.0.sql sql/bulkhead--1.1.sql sql/bulkhead--1.0--1.1.sql \
+	sql/bulkhead--1.2.sql sql/bulkhead--1.1--1.2.sql
 PG_CPPFLAGS = -I$(srcdir)/src
 PG_CFLAGS = -Wall -Werror
 
@@ -33,8 +34,8 @@ PG_CFLAGS = -Wall -Werror
 FIXED_LOCALE = --encoding=UTF8 --no-locale
 
 # pg_regress: sql/<name>.sql against expected/<name>.out
-REGRESS = setup workload_table permits scopes guards errors stats transparent \
-	bad_input privileges rules adaptive
+REGRESS = setup workload_table permits failed_statement scopes guards errors \
+	stats transparent bad_input privileges rules adaptive
 REGRESS_OPTS = --temp-instance=./tmp_check_regress $(FIXED_LOCALE) \
 	--temp-config=$(srcdir)/test/regress.conf
 

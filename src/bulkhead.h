@@ -56,7 +56,7 @@
 #endif
 
 /* The library's version: the newest SQL version it serves (bulkhead.control) */
-#define BULKHEAD_VERSION		"1.1"
+#define BULKHEAD_VERSION		"1.2"
 
 #define BULKHEAD_NAME_MAXLEN	63	/* bytes, without the terminator */
 #define BULKHEAD_MAX_ROLES		16
@@ -259,6 +259,9 @@ typedef struct BulkheadLocalPermit
 	int			statement_timeout_ms;	/* guards copied at grant */
 	int			lock_timeout_ms;
 	int			idle_timeout_ms;
+	TimestampTz acquired_in;	/* statement_timestamp() of the statement that
+								 * took it: a session permit is returned if
+								 * that statement fails (scope.c) */
 } BulkheadLocalPermit;
 
 extern BulkheadLocalPermit *bulkhead_local;
@@ -276,7 +279,7 @@ extern void bulkhead_request_reload_at_commit(void);
 extern char *bulkhead_gate_workload;
 extern bool bulkhead_exempt_superuser;
 extern void bulkhead_gate_init(void);
-extern void bulkhead_gate_reset(void);
+extern bool bulkhead_gate_reset(bool commit);
 
 /* guard.c */
 extern void bulkhead_apply_guards(BulkheadLocalPermit *permit);

@@ -1,7 +1,7 @@
-# 080_upgrade.pl: the upgrade path.  A 1.0 install keeps working with the
-# new library until it is updated; ALTER EXTENSION bulkhead UPDATE keeps the
-# workloads; afterwards the extension's objects are exactly those of a fresh
-# CREATE EXTENSION at the default version (compared through the catalogs by
+# 080_upgrade.pl: the upgrade path, 1.0 -> 1.1 -> 1.2.  A 1.0 install keeps
+# working with the new library until it is updated; each ALTER EXTENSION
+# bulkhead UPDATE keeps the workloads; afterwards the extension's objects
+# are exactly those of a fresh CREATE EXTENSION at the default version (compared through the catalogs by
 # extension_objects.sql, not through a list written by hand).
 
 use strict;
@@ -16,7 +16,7 @@ use Test::More;
 use BulkheadTest;
 
 my $objects_sql = slurp_file("$FindBin::RealBin/extension_objects.sql");
-my $default_version = '1.1';
+my $default_version = '1.2';
 
 my $node = PostgreSQL::Test::Cluster->new('upgrade');
 $node->init;
@@ -66,12 +66,34 @@ my $rows_sql = q{
 	  FROM bulkhead_workload ORDER BY name};
 my $rows_before = $node->safe_psql('postgres', $rows_sql);
 
+# first step: 1.0 -> 1.1
+$node->safe_psql('postgres', "ALTER EXTENSION bulkhead UPDATE TO '1.1'");
+is($node->safe_psql('postgres',
+		"SELECT extversion FROM pg_extension WHERE extname = 'bulkhead'"),
+	'1.1', 'updated to 1.1');
+is($node->safe_psql('postgres', $rows_sql),
+	$rows_before, 'the workload rows survive the update to 1.1');
+# 1.1 still lets PUBLIC execute the trigger functions; 1.2 does not
+is($node->safe_psql('postgres', q{
+		SELECT string_agg(has_function_privilege('public', p.oid, 'EXECUTE')::text, ','
+		                  ORDER BY p.proname)
+		  FROM pg_proc p
+		 WHERE p.proname IN ('bulkhead_workload_changed', 'bulkhead_rule_changed')}),
+	'true,true', '1.1: PUBLIC may execute the trigger functions');
+
+# second step: 1.1 -> 1.2 (the default version)
 $node->safe_psql('postgres', 'ALTER EXTENSION bulkhead UPDATE');
 is($node->safe_psql('postgres',
 		"SELECT extversion FROM pg_extension WHERE extname = 'bulkhead'"),
 	$default_version, "updated to $default_version");
 is($node->safe_psql('postgres', $rows_sql),
 	$rows_before, 'the workload rows survive the update');
+is($node->safe_psql('postgres', q{
+		SELECT string_agg(has_function_privilege('public', p.oid, 'EXECUTE')::text, ','
+		                  ORDER BY p.proname)
+		  FROM pg_proc p
+		 WHERE p.proname IN ('bulkhead_workload_changed', 'bulkhead_rule_changed')}),
+	'false,false', '1.2: PUBLIC may no longer execute the trigger functions');
 is($node->safe_psql('postgres',
 		'SELECT name, adaptive, min_running FROM bulkhead_workload ORDER BY name'),
 	"batch|f|1\nreports|f|1",

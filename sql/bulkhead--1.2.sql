@@ -1,0 +1,257 @@
+/* bulkhead--1.2.sql: the SQL interface of bulkhead 1.2 (full install) */
+
+\echo Use "CREATE EXTENSION bulkhead" to load this file. \quit
+
+-- Workload definitions: the table is the configuration API.  The background
+-- worker reads it in the database named by bulkhead.database; a committed
+-- change reaches shared memory within a second.
+CREATE TABLE @extschema@.bulkhead_workload (
+    name              text     PRIMARY KEY
+                      CONSTRAINT bulkhead_workload_name_length
+                      CHECK (octet_length(name) BETWEEN 1 AND 63),
+    max_running       integer  NOT NULL
+                      -- 0 pauses the workload: nothing is granted, callers queue
+                      CONSTRAINT bulkhead_workload_max_running_nonnegative
+                      CHECK (max_running >= 0),
+    max_queued        integer  NOT NULL DEFAULT 0
+                      CONSTRAINT bulkhead_workload_max_queued_nonnegative
+                      CHECK (max_queued >= 0),
+    queue_timeout     interval NOT NULL DEFAULT '5s'
+                      CONSTRAINT bulkhead_workload_queue_timeout_nonnegative
+                      CHECK (queue_timeout >= '0'),
+    statement_timeout interval
+                      CONSTRAINT bulkhead_workload_statement_timeout_nonnegative
+                      CHECK (statement_timeout >= '0'),
+    lock_timeout      interval
+                      CONSTRAINT bulkhead_workload_lock_timeout_nonnegative
+                      CHECK (lock_timeout >= '0'),
+    idle_timeout      interval
+                      CONSTRAINT bulkhead_workload_idle_timeout_nonnegative
+                      CHECK (idle_timeout >= '0'),
+    roles             text[]
+                      CONSTRAINT bulkhead_workload_roles_valid
+                      CHECK (roles IS NULL OR
+                             CASE WHEN array_ndims(roles) = 1
+                                  THEN cardinality(roles) BETWEEN 1 AND 16 AND
+                                       array_position(roles, NULL) IS NULL
+                                  ELSE false END),
+    mode              text     NOT NULL DEFAULT 'enforce'
+                      CONSTRAINT bulkhead_workload_mode_valid
+                      CHECK (mode IN ('enforce', 'shadow')),
+    -- 1.1, last (an update adds them at the end): the worker sets the limit
+    -- in force between min_running and max_running
+    adaptive          boolean  NOT NULL DEFAULT false,
+    min_running       integer  NOT NULL DEFAULT 1,
+    -- min_running applies only to a workload that is not paused
+    CONSTRAINT bulkhead_workload_min_running_valid
+        CHECK (min_running >= 1 AND (max_running = 0 OR min_running <= max_running))
+);
+
+COMMENT ON TABLE @extschema@.bulkhead_workload IS
+    'bulkhead workloads: execution permits (max_running) and admission queue (max_queued) per name';
+
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.bulkhead_workload', '');
+
+-- Refuses changes outside bulkhead.database and beyond bulkhead.max_workloads,
+-- and tells the worker to reload when the transaction commits.
+CREATE FUNCTION @extschema@.bulkhead_workload_changed()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'bulkhead_workload_changed'
+LANGUAGE C;
+
+-- A trigger function runs with the privileges of whoever fires it: no one
+-- but the extension's own tables has a use for it (the C function also
+-- refuses to run on any other table).
+REVOKE ALL ON FUNCTION @extschema@.bulkhead_workload_changed() FROM PUBLIC;
+
+CREATE TRIGGER bulkhead_workload_check
+    BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.bulkhead_workload
+    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.bulkhead_workload_changed();
+
+CREATE TRIGGER bulkhead_workload_notify
+    AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.bulkhead_workload
+    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.bulkhead_workload_changed();
+
+-- Permits
+
+CREATE FUNCTION @extschema@.bulkhead_acquire(workload text, timeout interval DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'bulkhead_acquire'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION @extschema@.bulkhead_acquire_xact(workload text, timeout interval DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'bulkhead_acquire_xact'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION @extschema@.bulkhead_try_acquire(workload text, timeout interval DEFAULT '0')
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'bulkhead_try_acquire'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION @extschema@.bulkhead_try_acquire_xact(workload text, timeout interval DEFAULT '0')
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'bulkhead_try_acquire_xact'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION @extschema@.bulkhead_release(workload text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'bulkhead_release'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION @extschema@.bulkhead_release_all()
+RETURNS integer
+AS 'MODULE_PATHNAME', 'bulkhead_release_all'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+-- Monitoring
+
+CREATE FUNCTION @extschema@.bulkhead_stats(
+    OUT workload text,
+    OUT mode text,
+    OUT max_running integer,
+    OUT max_queued integer,
+    OUT running integer,
+    OUT queued integer,
+    OUT acquired bigint,
+    OUT rejected_full bigint,
+    OUT timed_out bigint,
+    OUT cancelled bigint,
+    OUT released bigint,
+    OUT shadow_queued bigint,
+    OUT shadow_rejected bigint,
+    OUT peak_running integer,
+    OUT peak_queued integer,
+    OUT wait_time_total_ms double precision,
+    OUT wait_time_max_ms double precision,
+    OUT wait_p50_ms double precision,
+    OUT wait_p95_ms double precision,
+    OUT wait_p99_ms double precision,
+    OUT hold_time_total_ms double precision,
+    OUT hold_p50_ms double precision,
+    OUT hold_p99_ms double precision,
+    OUT stats_reset timestamptz,
+    OUT deadlocks bigint,
+    OUT current_limit integer)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'bulkhead_stats'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE VIEW @extschema@.bulkhead_stats AS
+    SELECT * FROM @extschema@.bulkhead_stats();
+
+CREATE FUNCTION @extschema@.bulkhead_activity(
+    OUT pid integer,
+    OUT workload text,
+    OUT state text,
+    OUT scope text,
+    OUT since timestamptz,
+    OUT wait_ms double precision)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'bulkhead_activity'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE VIEW @extschema@.bulkhead_activity AS
+    SELECT * FROM @extschema@.bulkhead_activity();
+
+-- For a backend queued for a permit, the pids holding that workload's
+-- permits; empty for any other backend.  With pg_blocking_pids, the whole
+-- wait graph that deadlock detection searches.
+CREATE FUNCTION @extschema@.bulkhead_blocking_pids(pid integer)
+RETURNS integer[]
+AS 'MODULE_PATHNAME', 'bulkhead_blocking_pids'
+LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION @extschema@.bulkhead_stats_reset()
+RETURNS void
+AS 'MODULE_PATHNAME', 'bulkhead_stats_reset_all'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION @extschema@.bulkhead_stats_reset(workload text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'bulkhead_stats_reset'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+-- Cumulative statistics are reset by the workloads' administrators only.
+REVOKE ALL ON FUNCTION @extschema@.bulkhead_stats_reset() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.bulkhead_stats_reset(text) FROM PUBLIC;
+
+GRANT SELECT ON @extschema@.bulkhead_stats TO PUBLIC;
+GRANT SELECT ON @extschema@.bulkhead_activity TO PUBLIC;
+
+-- Classification rules: the first row in position order that matches a
+-- session names the workload its transactions take, as bulkhead.workload
+-- does (which wins over them).  NULL matches anything.
+CREATE TABLE @extschema@.bulkhead_rule (
+    position          integer  PRIMARY KEY,
+    role              text
+                      CONSTRAINT bulkhead_rule_role_length
+                      CHECK (octet_length(role) BETWEEN 1 AND 63),
+    database          text
+                      CONSTRAINT bulkhead_rule_database_length
+                      CHECK (octet_length(database) BETWEEN 1 AND 63),
+    application_name  text
+                      CONSTRAINT bulkhead_rule_application_name_length
+                      CHECK (octet_length(application_name) BETWEEN 1 AND 63)
+                      -- a LIKE pattern, escape character \ (chr(92)): it
+                      -- cannot end in an escape that escapes nothing
+                      CONSTRAINT bulkhead_rule_application_name_pattern
+                      CHECK ((length(application_name) -
+                              length(rtrim(application_name, chr(92)))) % 2 = 0),
+    client_addr       inet,
+    workload          text     NOT NULL
+                      CONSTRAINT bulkhead_rule_workload_length
+                      CHECK (octet_length(workload) BETWEEN 1 AND 63)
+                      CONSTRAINT bulkhead_rule_workload_fkey
+                      REFERENCES @extschema@.bulkhead_workload (name)
+                      ON UPDATE CASCADE
+);
+
+COMMENT ON TABLE @extschema@.bulkhead_rule IS
+    'bulkhead classification rules: sessions matched by role, database, application_name and client_addr take the permits of workload';
+
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.bulkhead_rule', '');
+
+-- Refuses changes outside bulkhead.database and beyond bulkhead.max_rules,
+-- and tells the worker to reload when the transaction commits.
+CREATE FUNCTION @extschema@.bulkhead_rule_changed()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'bulkhead_rule_changed'
+LANGUAGE C;
+
+REVOKE ALL ON FUNCTION @extschema@.bulkhead_rule_changed() FROM PUBLIC;
+
+CREATE TRIGGER bulkhead_rule_check
+    BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.bulkhead_rule
+    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.bulkhead_rule_changed();
+
+CREATE TRIGGER bulkhead_rule_notify
+    AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.bulkhead_rule
+    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.bulkhead_rule_changed();
+
+-- The workload the calling session's next transaction takes, and why:
+-- source 'setting' (bulkhead.workload), 'rule' (rule_position), 'superuser'
+-- (bulkhead.exempt_superuser) or 'none'.
+CREATE FUNCTION @extschema@.bulkhead_classify(
+    OUT workload text,
+    OUT source text,
+    OUT rule_position integer)
+RETURNS record
+AS 'MODULE_PATHNAME', 'bulkhead_classify'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+-- The same for any backend, as it published it (superusers only).
+CREATE FUNCTION @extschema@.bulkhead_classify(
+    pid integer,
+    OUT workload text,
+    OUT source text,
+    OUT rule_position integer)
+RETURNS record
+AS 'MODULE_PATHNAME', 'bulkhead_classify_pid'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+-- How many times any backend matched its session against the rules.
+CREATE FUNCTION @extschema@.bulkhead_rule_evaluations()
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'bulkhead_rule_evaluations'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
