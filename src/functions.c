@@ -9,6 +9,7 @@
 
 #include <math.h>
 
+#include "access/xact.h"
 #include "fmgr.h"
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
@@ -80,6 +81,22 @@ timeout_arg(FunctionCallInfo fcinfo, bool *use_default)
 	return (int64) ceil(usec);
 }
 
+/*
+ * Permits belong to the backend that takes them: a parallel worker's would
+ * end with the worker, and the leader would not know of it.  Refused as
+ * PostgreSQL refuses advisory locks during a parallel operation (a function
+ * that calls these from a parallel-safe wrapper gets here).
+ */
+static void
+refuse_in_parallel_mode(void)
+{
+	if (IsInParallelMode())
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
+				 errmsg("cannot take or return bulkhead permits during a parallel operation"),
+				 errhint("Call the bulkhead functions outside parallel queries: they are PARALLEL UNSAFE, and so must be any function that calls them.")));
+}
+
 static bool
 acquire_common(FunctionCallInfo fcinfo, BulkheadScope scope, bool try_only)
 {
@@ -88,6 +105,7 @@ acquire_common(FunctionCallInfo fcinfo, BulkheadScope scope, bool try_only)
 	int64		timeout_us;
 
 	bulkhead_check_loaded();
+	refuse_in_parallel_mode();
 	bulkhead_workload_name_arg(fcinfo, 0, name);
 	timeout_us = timeout_arg(fcinfo, &use_default);
 	if (scope == BULKHEAD_SCOPE_SESSION && !bulkhead_allow_session_permits)
@@ -132,6 +150,7 @@ bulkhead_release(PG_FUNCTION_ARGS)
 	int			li;
 
 	bulkhead_check_loaded();
+	refuse_in_parallel_mode();
 	bulkhead_workload_name_arg(fcinfo, 0, name);
 	li = bulkhead_local_index_by_name(name);
 	if (li < 0)
@@ -154,6 +173,7 @@ bulkhead_release_all(PG_FUNCTION_ARGS)
 	int			released;
 
 	bulkhead_check_loaded();
+	refuse_in_parallel_mode();
 	released = bulkhead_release_session_permits();
 	if (released > 0)
 		bulkhead_restore_session_guards();

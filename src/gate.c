@@ -43,6 +43,14 @@ bool		bulkhead_exempt_superuser = true;
 /* This transaction already holds its gate permit (reset at its end) */
 static bool gate_passed = false;
 
+/*
+ * A top-level utility statement that may commit internally is running with
+ * the gate permit (CREATE INDEX CONCURRENTLY, VACUUM, ...): its commits end
+ * neither the permit nor the gate's pass; the permit goes at the first
+ * transaction end after the statement, or at its abort.
+ */
+static bool holding_for_utility = false;
+
 static ExecutorStart_hook_type prev_ExecutorStart = NULL;
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
@@ -67,22 +75,26 @@ utility_needs_no_permit(Node *stmt)
 	}
 }
 
-/* Take the gate permit for this transaction, unless there is nothing to do */
-static void
+/*
+ * Take the gate permit for this transaction, unless there is nothing to do.
+ * Returns true when the transaction holds a gate permit (taken now or
+ * before).
+ */
+static bool
 gate_transaction(void)
 {
 	BulkheadClassification class;
 
 	if (gate_passed)
-		return;
+		return bulkhead_nheld > 0;
 	if (MyBackendType != B_BACKEND || am_walsender || IsParallelWorker() ||
 		IsAbortedTransactionBlockState() || bulkhead_shared == NULL)
-		return;
+		return false;
 
 	/* bulkhead.workload, else the rules; the superuser exemption (rules.c) */
 	bulkhead_classify_session(&class);
 	if (class.workload == NULL)
-		return;
+		return false;
 
 	if (bulkhead_local_index_by_name(class.workload) < 0)
 	{
@@ -100,13 +112,39 @@ gate_transaction(void)
 			enable_timeout_after(STATEMENT_TIMEOUT, StatementTimeout);
 	}
 	gate_passed = true;
+	return true;
 }
 
-/* At the end of every transaction */
-void
-bulkhead_gate_reset(void)
+/*
+ * At the end of every transaction.  Returns false, changing nothing, at a
+ * commit inside a utility statement that holds the gate permit across its
+ * own commits: the caller then keeps the permit too.
+ */
+bool
+bulkhead_gate_reset(bool commit)
 {
+	if (commit && holding_for_utility)
+		return false;
 	gate_passed = false;
+	return true;
+}
+
+/*
+ * Does this utility statement hold the gate permit for its whole run?  A
+ * top-level statement outside a transaction block may commit internally
+ * and go on in new transactions, which reach no hook of ours: CREATE INDEX
+ * CONCURRENTLY, REINDEX ... CONCURRENTLY, DROP INDEX CONCURRENTLY, ALTER
+ * TABLE ... DETACH PARTITION ... CONCURRENTLY, VACUUM, ANALYZE, CLUSTER.
+ * Holding the permit over any such statement is harmless for those that do
+ * not commit (the permit goes at the statement's own commit either way).
+ * CALL and DO are left out on purpose: a procedure that commits takes a new
+ * permit in each transaction, at its next statement.
+ */
+static bool
+holds_for_whole_utility(Node *stmt, ProcessUtilityContext context)
+{
+	return context == PROCESS_UTILITY_TOPLEVEL && !holding_for_utility &&
+		!IsTransactionBlock() && !IsA(stmt, CallStmt) && !IsA(stmt, DoStmt);
 }
 
 static void
@@ -120,6 +158,20 @@ gate_ExecutorStart(QueryDesc *queryDesc, int eflags)
 }
 
 static void
+next_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
+					bool readOnlyTree, ProcessUtilityContext context,
+					ParamListInfo params, QueryEnvironment *queryEnv,
+					DestReceiver *dest, QueryCompletion *qc)
+{
+	if (prev_ProcessUtility)
+		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+							params, queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
+}
+
+static void
 gate_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 					bool readOnlyTree, ProcessUtilityContext context,
 					ParamListInfo params, QueryEnvironment *queryEnv,
@@ -128,14 +180,33 @@ gate_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	bool		discard_all = IsA(pstmt->utilityStmt, DiscardStmt) &&
 		((DiscardStmt *) pstmt->utilityStmt)->target == DISCARD_ALL;
 
+	bool		hold = false;
+
 	if (!utility_needs_no_permit(pstmt->utilityStmt))
-		gate_transaction();
-	if (prev_ProcessUtility)
-		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-							params, queryEnv, dest, qc);
-	else
-		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+		hold = gate_transaction() &&
+			holds_for_whole_utility(pstmt->utilityStmt, context);
+
+	if (hold)
+	{
+		/*
+		 * On an error the flag goes first, then the abort returns the
+		 * permit (scope.c); at a FATAL the exit callback does.
+		 */
+		holding_for_utility = true;
+		PG_TRY();
+		{
+			next_ProcessUtility(pstmt, queryString, readOnlyTree, context,
 								params, queryEnv, dest, qc);
+		}
+		PG_FINALLY();
+		{
+			holding_for_utility = false;
+		}
+		PG_END_TRY();
+	}
+	else
+		next_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+							params, queryEnv, dest, qc);
 
 	/*
 	 * Reached only when DISCARD ALL succeeded, which it cannot do inside a

@@ -321,6 +321,7 @@ record_grant(BulkheadSlot *slot, int slotno, int local_index,
 	permit->statement_timeout_ms = slot->config.statement_timeout_ms;
 	permit->lock_timeout_ms = slot->config.lock_timeout_ms;
 	permit->idle_timeout_ms = slot->config.idle_timeout_ms;
+	permit->acquired_in = GetCurrentStatementStartTimestamp();
 }
 
 /* limit: the limit in force when the caller was rejected */

@@ -187,9 +187,13 @@ holds_transaction_permit(void)
 	return false;
 }
 
-/* Release transaction permits; all of them, or those of one subxact */
+/*
+ * Release transaction permits; all of them, or those of one subxact; the
+ * automatic one too unless keep_auto.
+ */
 static void
-release_transaction_permits(bool only_subxact, SubTransactionId subid)
+release_transaction_permits(bool only_subxact, SubTransactionId subid,
+							bool keep_auto)
 {
 	int			i;
 
@@ -198,9 +202,44 @@ release_transaction_permits(bool only_subxact, SubTransactionId subid)
 		BulkheadLocalPermit *permit = &bulkhead_local[i];
 
 		if (permit->held && permit->scope != BULKHEAD_SCOPE_SESSION &&
+			!(keep_auto && permit->scope == BULKHEAD_SCOPE_AUTO) &&
 			(!only_subxact || permit->subid == subid))
 			bulkhead_release_entry(i);
 	}
+}
+
+/*
+ * Return the session permits that the failing statement took (DESIGN.md,
+ * "Permits and failed statements"): the caller saw an error, so it must
+ * hold nothing.  Called at the abort of the transaction (every such
+ * permit), or of a subtransaction (those taken in it, or in one of its
+ * committed children), while the statement that took them is still the
+ * current one: statement_timestamp() tells statements apart (each message
+ * of the protocol is a statement; the statements of one multi-statement
+ * query string are one).  Once that statement has completed, an abort
+ * leaves the permit alone, as it leaves a session advisory lock.  Returns
+ * how many were released.  Never throws.
+ */
+static int
+release_failed_statement_permits(bool only_subxact, SubTransactionId subid)
+{
+	TimestampTz statement = GetCurrentStatementStartTimestamp();
+	int			released = 0;
+	int			i;
+
+	for (i = 0; i < bulkhead_shared->permits_per_backend && bulkhead_nheld > 0; i++)
+	{
+		BulkheadLocalPermit *permit = &bulkhead_local[i];
+
+		if (permit->held && permit->scope == BULKHEAD_SCOPE_SESSION &&
+			permit->acquired_in == statement &&
+			(!only_subxact || permit->subid == subid))
+		{
+			bulkhead_release_entry(i);
+			released++;
+		}
+	}
+	return released;
 }
 
 static void
@@ -218,23 +257,30 @@ bulkhead_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_PREPARE:
-			bulkhead_gate_reset();
 			if (reload_at_commit)
 			{
 				reload_at_commit = false;
 				bulkhead_signal_worker();
 			}
-			if (bulkhead_local != NULL)
-				release_transaction_permits(false, InvalidSubTransactionId);
+			{
+				/* a utility that commits internally keeps its gate permit */
+				bool		keep_auto = !bulkhead_gate_reset(event != XACT_EVENT_PREPARE);
+
+				if (bulkhead_local != NULL)
+					release_transaction_permits(false, InvalidSubTransactionId,
+												keep_auto);
+			}
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
-			bulkhead_gate_reset();
+			(void) bulkhead_gate_reset(false);
 			reload_at_commit = false;
 			if (bulkhead_local != NULL)
 			{
 				bulkhead_wait_cleanup();
-				release_transaction_permits(false, InvalidSubTransactionId);
+				release_transaction_permits(false, InvalidSubTransactionId, false);
+				if (release_failed_statement_permits(false, InvalidSubTransactionId) > 0)
+					bulkhead_restore_session_guards();
 			}
 			break;
 		default:
@@ -254,7 +300,9 @@ bulkhead_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	{
 		case SUBXACT_EVENT_ABORT_SUB:
 			bulkhead_wait_cleanup();
-			release_transaction_permits(true, mySubid);
+			release_transaction_permits(true, mySubid, false);
+			if (release_failed_statement_permits(true, mySubid) > 0)
+				bulkhead_restore_session_guards();
 			break;
 		case SUBXACT_EVENT_COMMIT_SUB:
 			/* the parent takes over, as with advisory locks */

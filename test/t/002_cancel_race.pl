@@ -1,7 +1,10 @@
 # 002_cancel_race.pl: a queued waiter is cancelled while a release hands it
-# the permit.  Whichever wins, the permit is never dropped nor duplicated:
-# either the cancelled waiter holds it (the grant came first and its wait
-# ended normally) or it is passed on to the next waiter.
+# the permit.  Whichever wins, the permit is never dropped nor duplicated,
+# and a caller that sees the error holds nothing: either the waiter's
+# statement completes and it holds the permit (the grant came first), or
+# its statement fails with 57014 and the permit is passed on to the next
+# waiter, also when the cancel lands after the grant within the acquiring
+# statement (DESIGN.md, "Permits and failed statements").
 
 use strict;
 use warnings;
@@ -99,6 +102,9 @@ for my $round (1 .. $rounds)
 	if ($a_won)
 	{
 		$outcome{ $a_cancelled ? 'late_cancel' : 'grant_won' }++;
+		ok(!$a_cancelled,
+			"$tag: A holds the permit only if its acquiring statement succeeded")
+		  or diag "A stderr: $aerr";
 		# A really holds it: its own release returns it
 		if ($xact)
 		{
@@ -135,8 +141,10 @@ for my $round (1 .. $rounds)
 	is("$st->{running}/$st->{queued}", '0/0', "$tag: running = 0, queued = 0");
 }
 
-note sprintf('outcomes: cancel won %d, grant won %d, cancel after grant %d',
+note sprintf('outcomes: cancel won %d, grant won %d, cancel after grant kept %d',
 	$outcome{cancel_won}, $outcome{grant_won}, $outcome{late_cancel});
+is($outcome{late_cancel}, 0,
+	'no cancelled acquire left its caller holding the permit');
 ok($outcome{cancel_won} > 0, 'the cancel won at least one race');
 ok($outcome{grant_won} + $outcome{late_cancel} > 0,
 	'the grant won at least one race');
