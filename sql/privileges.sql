@@ -213,6 +213,20 @@ SELECT dblink_exec('holder', 'BEGIN');
 SELECT * FROM dblink('holder', $$SELECT bulkhead_acquire_xact('guarded')$$) AS t(r text);
 SELECT workload, state, scope, pid = pg_backend_pid() AS mine
   FROM bulkhead_activity ORDER BY workload;
+-- who sees the holder's rows follows pg_stat_activity's rule: a plain role
+-- sees the rows of backends of roles it has the privileges of (the holder
+-- is a superuser's), a member of pg_read_all_stats sees every row; the
+-- counts of bulkhead_stats are for everyone
+SET ROLE regress_bh_app;
+SELECT count(*) AS rows_seen FROM bulkhead_activity;
+SELECT workload, running FROM bulkhead_stats
+ WHERE workload IN ('open', 'guarded') ORDER BY workload;
+RESET ROLE;
+GRANT pg_read_all_stats TO regress_bh_app;
+SET ROLE regress_bh_app;
+SELECT workload, state, scope FROM bulkhead_activity ORDER BY workload;
+RESET ROLE;
+REVOKE pg_read_all_stats FROM regress_bh_app;
 SELECT bulkhead_release('open');
 \echo :LAST_ERROR_SQLSTATE
 SELECT bulkhead_release('guarded');

@@ -12,9 +12,12 @@
 #include "bulkhead.h"
 #include "entry_list.h"
 
+#include "catalog/pg_authid.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "storage/proc.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
@@ -162,6 +165,7 @@ bulkhead_stats(PG_FUNCTION_ARGS)
 typedef struct ActivityRow
 {
 	int			pid;
+	int			procno;			/* the owner's PGPROC */
 	bool		running;
 	uint8		scope;
 	TimestampTz queued_at;
@@ -176,6 +180,7 @@ copy_list(BulkheadEntryList *list, bool running, ActivityRow *rows, int n)
 	entry_list_foreach(entry, list)
 	{
 		rows[n].pid = entry->pid;
+		rows[n].procno = entry_index(entry) / bulkhead_shared->permits_per_backend;
 		rows[n].running = running;
 		rows[n].scope = entry->scope;
 		rows[n].queued_at = entry->queued_at;
@@ -185,6 +190,34 @@ copy_list(BulkheadEntryList *list, bool running, ActivityRow *rows, int n)
 	return n;
 }
 
+/*
+ * May the current user see the backend that owns a row?  pg_stat_activity's
+ * rule: members of pg_read_all_stats see every backend, others those of
+ * roles whose privileges they have (the role a backend logged in as); and
+ * every backend sees its own rows, whatever role it has set.  A row whose
+ * backend has gone (or whose PGPROC now serves another pid) is shown only
+ * to the former.
+ */
+static bool
+row_visible(const ActivityRow *row, bool see_all)
+{
+	PGPROC	   *proc;
+	Oid			role;
+
+	if (see_all || row->pid == MyProcPid)
+		return true;
+	proc = GetPGProcByNumber(row->procno);
+	role = proc->roleId;
+	pg_read_barrier();
+	if (proc->pid != row->pid || !OidIsValid(role))
+		return false;
+	return has_privs_of_role(GetUserId(), role);
+}
+
+/*
+ * bulkhead_activity: one row per permit held or awaited, of the backends the
+ * current user may see (row_visible).
+ */
 Datum
 bulkhead_activity(PG_FUNCTION_ARGS)
 {
@@ -194,9 +227,12 @@ bulkhead_activity(PG_FUNCTION_ARGS)
 	ActivityRow *rows;
 	int			i;
 
+	bool		see_all;
+
 	bulkhead_check_loaded();
 	InitMaterializedSRF(fcinfo, 0);
 	rows = palloc(sizeof(ActivityRow) * max_rows);
+	see_all = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
 
 	for (i = 0; i < bulkhead_shared->nslots; i++)
 	{
@@ -224,6 +260,8 @@ bulkhead_activity(PG_FUNCTION_ARGS)
 			bool		nulls[ACTIVITY_COLS] = {0};
 			TimestampTz wait_end = rows[r].running ? rows[r].since : now;
 
+			if (!row_visible(&rows[r], see_all))
+				continue;
 			values[0] = Int32GetDatum(rows[r].pid);
 			values[1] = CStringGetTextDatum(name);
 			values[2] = CStringGetTextDatum(rows[r].running ? "running" : "queued");
