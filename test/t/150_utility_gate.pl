@@ -23,12 +23,14 @@ $node->safe_psql(
 	VALUES ('ddl', 1, 4, '60s');
 	CREATE ROLE gated LOGIN;
 	ALTER ROLE gated SET bulkhead.workload = 'ddl';
-	CREATE TABLE t1 (v int);
-	CREATE TABLE t2 (v int);
-	INSERT INTO t1 SELECT g FROM generate_series(1, 2000) g;
-	INSERT INTO t2 SELECT g % 10 FROM generate_series(1, 2000) g;
-	ALTER TABLE t1 OWNER TO gated;
-	ALTER TABLE t2 OWNER TO gated;
+	CREATE SCHEMA gs AUTHORIZATION gated;
+	ALTER ROLE gated SET search_path = gs;
+	CREATE TABLE gs.t1 (v int);
+	CREATE TABLE gs.t2 (v int);
+	INSERT INTO gs.t1 SELECT g FROM generate_series(1, 2000) g;
+	INSERT INTO gs.t2 SELECT g % 10 FROM generate_series(1, 2000) g;
+	ALTER TABLE gs.t1 OWNER TO gated;
+	ALTER TABLE gs.t2 OWNER TO gated;
 	});
 wait_loaded($node, 'ddl', 1);
 
@@ -51,6 +53,28 @@ sub gate_rows
 		'postgres', qq{
 		SELECT coalesce(string_agg(state || '/' || scope, ','), '')
 		  FROM bulkhead_activity WHERE pid = $pid AND workload = 'ddl'});
+}
+
+# wait until the statements of these pids have ended (before finish_async,
+# whose marker query is a gated transaction of its own)
+sub wait_idle
+{
+	my @pids = @_;
+	my $list = join(',', @pids);
+	ok( poll_until(
+			$node,
+			"SELECT bool_and(state = 'idle') FROM pg_stat_activity WHERE pid IN ($list)",
+			30),
+		"the statements of $list ended");
+}
+
+# acquired/released since $base, and running now
+sub counts_since
+{
+	my ($base) = @_;
+	my $st = stats($node, 'ddl');
+	return ($st->{acquired} - $base->{acquired}) . '/'
+	  . ($st->{released} - $base->{released}) . "/$st->{running}";
 }
 
 # wait until pid waits for a heavyweight lock
@@ -77,7 +101,7 @@ my $base = stats($node, 'ddl');
 #    next gated transaction queue.
 #
 sql($holder, 'BEGIN ISOLATION LEVEL REPEATABLE READ');
-sql($holder, 'SELECT count(*) FROM t1');
+sql($holder, 'SELECT count(*) FROM gs.t1');
 send_async($g, 'CREATE INDEX CONCURRENTLY t1_v ON t1 (v);');
 wait_for_lock_wait($gpid, 'CREATE INDEX CONCURRENTLY');
 is(gate_rows($gpid), 'running/auto',
@@ -89,73 +113,64 @@ ok( poll_until(
 	),
 	'another gated transaction queues behind it (the budget bounds the DDL)');
 sql($holder, 'COMMIT');
+wait_idle($gpid, $qpid);
+is(counts_since($base), '2/2/0',
+	'the utility counted once: two acquired, two released, none running');
 my ($out, $err) = finish_async($g);
 is($err, '', 'CREATE INDEX CONCURRENTLY completes');
 ($out, $err) = finish_async($q);
 is("$out|$err", '2000|', 'the queued transaction runs after it');
 ok( $node->safe_psql('postgres',
-		"SELECT indisvalid FROM pg_index WHERE indexrelid = 't1_v'::regclass") eq 't',
+		"SELECT indisvalid FROM pg_index WHERE indexrelid = 'gs.t1_v'::regclass") eq 't',
 	'the index is valid');
-my $st = stats($node, 'ddl');
-is( ($st->{acquired} - $base->{acquired}) . '/'
-	  . ($st->{released} - $base->{released}) . "/$st->{running}",
-	'2/2/0',
-	'the utility counted once: two acquired, two released, none running');
 
 #
 # 2. VACUUM of two tables, held up on the second one's lock after the first
 #    one's transaction committed.
 #
-$base = $st;
+$base = stats($node, 'ddl');
 sql($holder, 'BEGIN');
-sql($holder, 'LOCK TABLE t2 IN SHARE UPDATE EXCLUSIVE MODE');
+sql($holder, 'LOCK TABLE gs.t2 IN SHARE UPDATE EXCLUSIVE MODE');
 send_async($g, 'VACUUM t1, t2;');
 wait_for_lock_wait($gpid, 'VACUUM t1, t2');
 is(gate_rows($gpid), 'running/auto', 'VACUUM holds its permit past the first table');
 sql($holder, 'COMMIT');
+wait_idle($gpid);
+is(counts_since($base), '1/1/0', 'VACUUM counted once');
 ($out, $err) = finish_async($g);
 is($err, '', 'VACUUM completes');
-$st = stats($node, 'ddl');
-is( ($st->{acquired} - $base->{acquired}) . '/'
-	  . ($st->{released} - $base->{released}) . "/$st->{running}",
-	'1/1/0', 'VACUUM counted once');
 
 #
 # 3. ANALYZE outside a transaction block commits per table too.
 #
-$base = $st;
+$base = stats($node, 'ddl');
 sql($holder, 'BEGIN');
-sql($holder, 'LOCK TABLE t2 IN SHARE UPDATE EXCLUSIVE MODE');
+sql($holder, 'LOCK TABLE gs.t2 IN SHARE UPDATE EXCLUSIVE MODE');
 send_async($g, 'ANALYZE t1, t2;');
 wait_for_lock_wait($gpid, 'ANALYZE t1, t2');
 is(gate_rows($gpid), 'running/auto', 'ANALYZE holds its permit past the first table');
 sql($holder, 'COMMIT');
+wait_idle($gpid);
+is(counts_since($base), '1/1/0', 'ANALYZE counted once');
 ($out, $err) = finish_async($g);
 is($err, '', 'ANALYZE completes');
-$st = stats($node, 'ddl');
-is( ($st->{acquired} - $base->{acquired}) . '/'
-	  . ($st->{released} - $base->{released}) . "/$st->{running}",
-	'1/1/0', 'ANALYZE counted once');
 
 #
 # 4. A CREATE UNIQUE INDEX CONCURRENTLY that fails after its first commit
 #    (t2 has duplicates): the abort returns the permit.
 #
-$base = $st;
+$base = stats($node, 'ddl');
 ($out, $err) = sql2($g, 'CREATE UNIQUE INDEX CONCURRENTLY t2_v ON t2 (v);');
 like($err, qr/could not create unique index/, 'the unique index fails');
-$st = stats($node, 'ddl');
-is( ($st->{acquired} - $base->{acquired}) . '/'
-	  . ($st->{released} - $base->{released}) . "/$st->{running}",
-	'1/1/0', 'the failed utility returned its permit');
+is(counts_since($base), '1/1/0', 'the failed utility returned its permit');
 is(gate_rows($gpid), '', 'and holds nothing');
-$node->safe_psql('postgres', 'DROP INDEX t2_v');
+$node->safe_psql('postgres', 'DROP INDEX gs.t2_v');
 
 #
 # 5. A terminate while the utility waits returns the permit.
 #
 sql($holder, 'BEGIN');
-sql($holder, 'LOCK TABLE t2 IN SHARE UPDATE EXCLUSIVE MODE');
+sql($holder, 'LOCK TABLE gs.t2 IN SHARE UPDATE EXCLUSIVE MODE');
 send_async($g, 'VACUUM t1, t2;');
 wait_for_lock_wait($gpid, 'VACUUM before the terminate');
 is(gate_rows($gpid), 'running/auto', 'VACUUM holds its permit');
@@ -176,19 +191,17 @@ $node->safe_psql(
 	'postgres', q{
 	CREATE PROCEDURE two_xacts() LANGUAGE plpgsql AS $$
 	BEGIN
-	    PERFORM count(*) FROM t1;
+	    PERFORM count(*) FROM gs.t1;
 	    COMMIT;
-	    PERFORM count(*) FROM t1;
+	    PERFORM count(*) FROM gs.t1;
 	END $$;
 	GRANT EXECUTE ON PROCEDURE two_xacts() TO gated;
 	});
 $base = stats($node, 'ddl');
-($out, $err) = sql2($q, 'CALL two_xacts();');
+($out, $err) = sql2($q, 'CALL public.two_xacts();');
 is($err, '', 'the procedure runs');
-$st = stats($node, 'ddl');
-is( ($st->{acquired} - $base->{acquired}) . '/'
-	  . ($st->{released} - $base->{released}) . "/$st->{running}",
-	'2/2/0', 'a procedure that commits takes a permit per transaction');
+is(counts_since($base), '2/2/0',
+	'a procedure that commits takes a permit per transaction');
 
 close_session($q);
 close_session($holder);
