@@ -93,6 +93,41 @@ $$;
 SELECT fs_state();
 SELECT bulkhead_release('fs');
 
+-- A rollback asked for, with no error, is no failed statement: a procedure
+-- that rolls back a batch keeps its session permit and can release it; so
+-- does a ROLLBACK or ROLLBACK TO in the acquire's own query string
+CREATE PROCEDURE fs_rollback_batch() LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM bulkhead_acquire('fs');
+    ROLLBACK;
+    RAISE NOTICE 'after ROLLBACK; held: %',
+        (SELECT count(*) FROM bulkhead_activity WHERE pid = pg_backend_pid());
+    PERFORM bulkhead_release('fs');
+END
+$$;
+CALL fs_rollback_batch();
+SELECT fs_state();
+BEGIN\; SELECT bulkhead_acquire('fs')\; ROLLBACK;
+SELECT fs_state();
+SELECT bulkhead_release('fs');
+BEGIN;
+SAVEPOINT s;
+SELECT bulkhead_acquire('fs')\; ROLLBACK TO s;
+COMMIT;
+SELECT fs_state();
+SELECT bulkhead_release('fs');
+-- ... but a procedure that fails after its ROLLBACK returns the permit
+CREATE PROCEDURE fs_rollback_then_fail() LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM bulkhead_acquire('fs');
+    ROLLBACK;
+    PERFORM 1 / (random() * 0)::int;
+END
+$$;
+CALL fs_rollback_then_fail();
+SELECT fs_state();
+DROP PROCEDURE fs_rollback_batch(), fs_rollback_then_fail();
+
 -- Transaction permits are unaffected: they end with their transaction
 BEGIN;
 SELECT bulkhead_acquire_xact('fs');

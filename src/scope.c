@@ -17,7 +17,9 @@
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/proc.h"
+#include "tcop/pquery.h"
 #include "utils/memutils.h"
+#include "utils/portal.h"
 
 BulkheadLocalPermit *bulkhead_local = NULL;
 
@@ -242,6 +244,26 @@ release_failed_statement_permits(bool only_subxact, SubTransactionId subid)
 	return released;
 }
 
+/*
+ * Is the abort under way a rollback that was asked for, with no error, while
+ * the statement goes on?  A ROLLBACK or ROLLBACK TO SAVEPOINT statement (of
+ * the same query string as the acquire) runs its abort with the block in a
+ * "failed" state ('E'), which an abort for an error never shows; and a
+ * ROLLBACK in a procedure (CALL, DO) aborts the whole transaction while the
+ * procedure's portal is still active, whereas an error that fails the
+ * statement has marked that portal failed (PortalRun) before the abort.
+ * Such a rollback leaves session permits alone, as it leaves session
+ * advisory locks; if the statement fails later, a later abort returns them.
+ */
+static bool
+rollback_without_error(bool whole_transaction)
+{
+	if (TransactionBlockStatusCode() == 'E')
+		return true;
+	return whole_transaction && ActivePortal != NULL &&
+		ActivePortal->status == PORTAL_ACTIVE;
+}
+
 static void
 bulkhead_xact_callback(XactEvent event, void *arg)
 {
@@ -279,7 +301,8 @@ bulkhead_xact_callback(XactEvent event, void *arg)
 			{
 				bulkhead_wait_cleanup();
 				release_transaction_permits(false, InvalidSubTransactionId, false);
-				if (release_failed_statement_permits(false, InvalidSubTransactionId) > 0)
+				if (!rollback_without_error(true) &&
+					release_failed_statement_permits(false, InvalidSubTransactionId) > 0)
 					bulkhead_restore_session_guards();
 			}
 			break;
@@ -301,7 +324,8 @@ bulkhead_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 		case SUBXACT_EVENT_ABORT_SUB:
 			bulkhead_wait_cleanup();
 			release_transaction_permits(true, mySubid, false);
-			if (release_failed_statement_permits(true, mySubid) > 0)
+			if (!rollback_without_error(false) &&
+				release_failed_statement_permits(true, mySubid) > 0)
 				bulkhead_restore_session_guards();
 			break;
 		case SUBXACT_EVENT_COMMIT_SUB:
