@@ -24,9 +24,6 @@ BulkheadLocalPermit *bulkhead_local = NULL;
 /* How many of bulkhead_local[] are held: lets the common cases skip a loop */
 int			bulkhead_nheld = 0;
 
-/* A committed change of bulkhead_workload must wake the worker */
-static bool reload_at_commit = false;
-
 static void
 bulkhead_backend_exit(int code, Datum arg)
 {
@@ -166,12 +163,6 @@ bulkhead_discard_session_permits(void)
 		bulkhead_restore_session_guards();
 }
 
-void
-bulkhead_request_reload_at_commit(void)
-{
-	reload_at_commit = true;
-}
-
 /* An explicit transaction permit (automatic ones end at PREPARE) */
 static bool
 holds_transaction_permit(void)
@@ -219,18 +210,12 @@ bulkhead_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_PREPARE:
 			bulkhead_gate_reset();
-			if (reload_at_commit)
-			{
-				reload_at_commit = false;
-				bulkhead_signal_worker();
-			}
 			if (bulkhead_local != NULL)
 				release_transaction_permits(false, InvalidSubTransactionId);
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			bulkhead_gate_reset();
-			reload_at_commit = false;
 			if (bulkhead_local != NULL)
 			{
 				bulkhead_wait_cleanup();
