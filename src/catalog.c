@@ -145,6 +145,18 @@ bulkhead_extension_table(const BulkheadExtension *ext, const char *relname)
 	return is_member_table(relid, ext->oid) ? relid : InvalidOid;
 }
 
+/* The schema-qualified, quoted name of relid, for a query */
+char *
+bulkhead_qualified_table_name(Oid relid)
+{
+	char	   *relname = get_rel_name(relid);
+	char	   *nspname = get_namespace_name(get_rel_namespace(relid));
+
+	if (relname == NULL || nspname == NULL)
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	return quote_qualified_identifier(nspname, relname);
+}
+
 /*
  * Check that relid has column attname of type typid.  A missing column is
  * an error unless missing_ok (then false is returned); a column of another

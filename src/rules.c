@@ -42,7 +42,6 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
-#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
 #if PG_VERSION_NUM >= 170000
@@ -217,8 +216,7 @@ bulkhead_rules_read(const BulkheadExtension *ext, MemoryContext cxt,
 	appendStringInfo(&query,
 					 "SELECT position, role, database, application_name,"
 					 " client_addr, workload FROM %s ORDER BY position",
-					 quote_qualified_identifier(get_namespace_name(ext->namespace),
-												get_rel_name(relid)));
+					 bulkhead_qualified_table_name(relid));
 	if (SPI_execute(query.data, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read table \"bulkhead_rule\"");
 	bulkhead_check_result_types(SPI_tuptable->tupdesc, types,

@@ -124,6 +124,7 @@ extern bool bulkhead_version_at_least(const BulkheadExtension *ext,
 									  int major, int minor);
 extern Oid	bulkhead_extension_table(const BulkheadExtension *ext,
 									 const char *relname);
+extern char *bulkhead_qualified_table_name(Oid relid);
 extern bool bulkhead_check_column(Oid relid, const char *attname, Oid typid,
 								  bool missing_ok);
 extern void bulkhead_check_result_types(TupleDesc desc, const Oid *types, int n,

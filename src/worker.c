@@ -45,7 +45,6 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
-#include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
@@ -338,8 +337,7 @@ read_table(WorkloadRow **rows_out, BulkheadRuleList *rules_out)
 						 " FROM %s ORDER BY name",
 						 adaptive ? "adaptive, min_running" :
 						 "false, 1",
-						 quote_qualified_identifier(get_namespace_name(ext.namespace),
-													get_rel_name(relid)));
+						 bulkhead_qualified_table_name(relid));
 		if (SPI_execute(query.data, true, 0) != SPI_OK_SELECT)
 			elog(ERROR, "could not read table \"bulkhead_workload\"");
 		bulkhead_check_result_types(SPI_tuptable->tupdesc, types,
