@@ -147,10 +147,16 @@ read_row(HeapTuple tuple, TupleDesc desc, WorkloadRow *row)
 	BulkheadConfig *c = &row->config;
 	bool		isnull;
 	Datum		roles;
+	Datum		name;
 
 	memset(row, 0, sizeof(WorkloadRow));
-	strlcpy(row->name, TextDatumGetCString(SPI_getbinval(tuple, desc, 1, &isnull)),
-			NAMEDATALEN);
+	/* NOT NULL in the table; the other columns read NULL as 0 */
+	name = SPI_getbinval(tuple, desc, 1, &isnull);
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NOT_NULL_VIOLATION),
+				 errmsg("a row of table \"bulkhead_workload\" has no name")));
+	strlcpy(row->name, TextDatumGetCString(name), NAMEDATALEN);
 	c->max_running = DatumGetInt32(SPI_getbinval(tuple, desc, 2, &isnull));
 	c->max_queued = DatumGetInt32(SPI_getbinval(tuple, desc, 3, &isnull));
 	c->queue_timeout_us = (int64) Min(DatumGetFloat8(SPI_getbinval(tuple, desc, 4, &isnull)),
