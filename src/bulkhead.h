@@ -27,8 +27,9 @@
  *   workloads), under the slot lock like the rest of the slot.  After a
  *   lowering, running may exceed it until holders release: nothing is
  *   preempted and nothing new is granted meanwhile.
- * - shared->config_requested is atomic; worker_procno is written by the
- *   worker only (at start and exit) and read without a lock (an aligned int).
+ * - shared->config_requested and shared->prepared_change are atomic;
+ *   worker_procno is written by the worker only (at start and exit) and
+ *   read without a lock (an aligned int).
  * - shared->deadlock_checker is atomic: the PGPROC number + 1 of the one
  *   backend running a deadlock check, 0 when none does (deadlock.c).  It
  *   is taken by compare-and-swap, never waited for, and is not a lock: no
@@ -190,6 +191,8 @@ typedef struct BulkheadShared
 	bool		rows_pending;	/* dir_lock (read without it): the last load
 								 * found no free slot for some rows */
 	pg_atomic_uint64 config_requested;	/* bumped at commit of a change */
+	pg_atomic_uint32 prepared_change;	/* 1: a change was prepared, the
+										 * worker polls (catalog.c) */
 	int			worker_procno;	/* -1 when no worker runs */
 	pg_atomic_uint32 deadlock_checker;	/* procno + 1 of the backend that
 										 * runs a deadlock check, or 0 */
@@ -273,7 +276,6 @@ extern int	bulkhead_local_index_by_slot(int slot);
 extern int	bulkhead_local_index_by_name(const char *name);
 extern int	bulkhead_release_session_permits(void);
 extern void bulkhead_discard_session_permits(void);
-extern void bulkhead_request_reload_at_commit(void);
 
 /* gate.c */
 extern char *bulkhead_gate_workload;

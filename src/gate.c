@@ -76,6 +76,51 @@ utility_needs_no_permit(Node *stmt)
 }
 
 /*
+ * Take the permit of the workload a rule chose.  The worker defines a new
+ * workload before it replaces the rules and undefines an old one after
+ * (worker.c), but this session may have classified itself just before the
+ * rules changed: if the workload is unknown by now, classify again and, if
+ * the rules now send the session elsewhere, try that workload once.  The
+ * error caught is raised by the lookup, with no lock held and nothing
+ * changed yet, so it is simply discarded.
+ */
+static void
+acquire_for_rule(BulkheadClassification *class)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	char		workload[NAMEDATALEN];
+	ErrorData  *volatile edata = NULL;
+
+	strlcpy(workload, class->workload, NAMEDATALEN);
+	PG_TRY();
+	{
+		(void) bulkhead_acquire_permit(workload, 0, true,
+									   BULKHEAD_SCOPE_AUTO, false);
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		if (geterrcode() != ERRCODE_UNDEFINED_OBJECT)
+			PG_RE_THROW();
+		edata = CopyErrorData();
+		FlushErrorState();
+	}
+	PG_END_TRY();
+
+	if (edata == NULL)
+		return;					/* acquired */
+	bulkhead_classify_session(class);
+	if (class->workload != NULL && strcmp(class->workload, workload) == 0)
+		ReThrowError(edata);	/* the rules did not move: the error stands */
+	FreeErrorData(edata);
+	/* no longer classified (the rule went with its workload): not gated */
+	if (class->workload != NULL &&
+		bulkhead_local_index_by_name(class->workload) < 0)
+		(void) bulkhead_acquire_permit(class->workload, 0, true,
+									   BULKHEAD_SCOPE_AUTO, false);
+}
+
+/*
  * Take the gate permit for this transaction, unless there is nothing to do.
  * Returns true when the transaction holds a gate permit (taken now or
  * before).
@@ -100,8 +145,11 @@ gate_transaction(void)
 	{
 		int			statement_timeout = StatementTimeout;
 
-		(void) bulkhead_acquire_permit(class.workload, 0, true,
-									   BULKHEAD_SCOPE_AUTO, false);
+		if (class.source == BULKHEAD_CLASS_RULE)
+			acquire_for_rule(&class);
+		else
+			(void) bulkhead_acquire_permit(class.workload, 0, true,
+										   BULKHEAD_SCOPE_AUTO, false);
 
 		/*
 		 * The permit is for the statement starting now: if its guard lowered

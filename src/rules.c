@@ -8,10 +8,16 @@
  * bulkhead_workload and replaces the rule set in shared memory, bumping its
  * generation only when the set changed.  A client backend classifies itself
  * at its first transaction and again only when something it matched on may
- * have changed: the rules' generation, GetUserId() (SET ROLE, SET SESSION
- * AUTHORIZATION) or application_name.  Its database and client address do
- * not change within a session.  In steady state a transaction costs one
- * atomic read, one comparison of user ids and one strcmp.
+ * have changed: the rules' generation, GetOuterUserId() (SET ROLE, SET
+ * SESSION AUTHORIZATION) or application_name.  Its database and client
+ * address do not change within a session.  In steady state a transaction
+ * costs one atomic read, one comparison of user ids and one strcmp.
+ *
+ * The user classified is the outer one, which SET ROLE changes but a
+ * SECURITY DEFINER function does not: the first statement of a transaction
+ * to reach the gate can be one run inside such a function (the planner
+ * evaluates an IMMUTABLE function with constant arguments before the
+ * statement that calls it starts), and the transaction is the caller's.
  *
  * An evaluation copies the rules under the rule lock held shared and
  * matches outside it: role membership and LIKE may read catalogs and may
@@ -152,40 +158,69 @@ text_column(HeapTuple tuple, TupleDesc desc, int col, char *buf)
 	return true;
 }
 
+/* The columns read from bulkhead_rule, in the order of the query below */
+static const struct
+{
+	const char *name;
+	Oid			type;
+}			rule_columns[] =
+{
+	{"position", INT4OID},
+	{"role", TEXTOID},
+	{"database", TEXTOID},
+	{"application_name", TEXTOID},
+	{"client_addr", INETOID},
+	{"workload", TEXTOID}
+};
+
+#define NUM_RULE_COLUMNS	lengthof(rule_columns)
+
 /*
- * Read bulkhead_rule of the extension installed in schema, if it has one
- * (an installed 1.0 has none: no rules).  The caller is connected to SPI,
- * with the snapshot it read bulkhead_workload with; out->rules is
- * allocated in cxt, zeroed, so that two equal sets compare equal bytewise.
+ * Read bulkhead_rule of the extension, if it has one: only its own table
+ * (a member of the extension, from 1.1 on), so that a relation of that name
+ * made by someone else next to a 1.0 install is never read, nor a function
+ * of theirs run; and only columns of the types 1.1 created.  The caller is
+ * connected to SPI, with the snapshot it read bulkhead_workload with;
+ * out->rules is allocated in cxt, zeroed, so that two equal sets compare
+ * equal bytewise.
  */
 void
-bulkhead_rules_read(const char *schema, MemoryContext cxt, BulkheadRuleList *out)
+bulkhead_rules_read(const BulkheadExtension *ext, MemoryContext cxt,
+					BulkheadRuleList *out)
 {
 	static bool warned_truncated = false;
 	StringInfoData query;
-	char	   *table;
+	Oid			relid;
+	Oid			types[NUM_RULE_COLUMNS];
 	int			n;
 	int			i;
 
 	out->nrules = 0;
 	out->rules = NULL;
 
-	table = quote_qualified_identifier(schema, "bulkhead_rule");
-	initStringInfo(&query);
-	appendStringInfo(&query, "SELECT pg_catalog.to_regclass(%s) IS NOT NULL",
-					 quote_literal_cstr(table));
-	if (SPI_execute(query.data, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "could not look up %s", table);
-	if (strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), "t") != 0)
+	if (!bulkhead_version_at_least(ext, 1, 1))
+		return;					/* 1.0 has no rules */
+	relid = bulkhead_extension_table(ext, "bulkhead_rule");
+	if (!OidIsValid(relid))
 		return;
 
-	resetStringInfo(&query);
+	for (i = 0; i < NUM_RULE_COLUMNS; i++)
+	{
+		(void) bulkhead_check_column(relid, rule_columns[i].name,
+									 rule_columns[i].type, false);
+		types[i] = rule_columns[i].type;
+	}
+
+	/* the columns' types are all of pg_catalog: their ordering is too */
+	initStringInfo(&query);
 	appendStringInfo(&query,
 					 "SELECT position, role, database, application_name,"
 					 " client_addr, workload FROM %s ORDER BY position",
-					 table);
+					 bulkhead_qualified_table_name(relid));
 	if (SPI_execute(query.data, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read %s", table);
+		elog(ERROR, "could not read table \"bulkhead_rule\"");
+	bulkhead_check_result_types(SPI_tuptable->tupdesc, types,
+								NUM_RULE_COLUMNS, "bulkhead_rule");
 
 	n = (int) SPI_processed;
 	if (n > bulkhead_rules->max_rules)
@@ -393,7 +428,8 @@ publish(const BulkheadClassification *class)
 /*
  * The workload of this session's next transaction, and why.  A superuser is
  * exempt while bulkhead.exempt_superuser is on (and so never evaluates the
- * rules); a non-empty bulkhead.workload wins over the rules.  out->workload
+ * rules); a non-empty bulkhead.workload wins over the rules.  The user is
+ * the outer one (see the header), for the exemption as for the rules.  out->workload
  * points at storage valid until the next call.  Published for
  * bulkhead_classify(pid).
  */
@@ -404,7 +440,7 @@ bulkhead_classify_session(BulkheadClassification *out)
 	out->position = 0;
 	out->workload = NULL;
 
-	if (bulkhead_exempt_superuser && superuser())
+	if (bulkhead_exempt_superuser && superuser_arg(GetOuterUserId()))
 		out->source = BULKHEAD_CLASS_SUPERUSER;
 	else if (bulkhead_gate_workload != NULL && bulkhead_gate_workload[0] != '\0')
 	{
@@ -413,7 +449,7 @@ bulkhead_classify_session(BulkheadClassification *out)
 	}
 	else
 	{
-		Oid			userid = GetUserId();
+		Oid			userid = GetOuterUserId();
 		const char *appname = application_name ? application_name : "";
 
 		if (!cache_valid ||

@@ -37,6 +37,7 @@
 #include "postgres.h"
 
 #include "port/atomics.h"
+#include "access/tupdesc.h"
 #include "storage/lwlock.h"
 #include "utils/inet.h"
 
@@ -106,8 +107,34 @@ extern void bulkhead_rules_init(void);
 extern void bulkhead_rules_shmem_request(void);
 extern void bulkhead_rules_shmem_startup(void);
 
-/* worker.c: read (SPI connected, snapshot pushed), then apply */
-extern void bulkhead_rules_read(const char *schema, MemoryContext cxt,
+/*
+ * catalog.c: extension "bulkhead" in this database, and its own tables
+ * (members of the extension: pg_depend, deptype 'e'), for the worker and
+ * the trigger functions.  Called in a transaction.
+ */
+typedef struct BulkheadExtension
+{
+	Oid			oid;
+	Oid			namespace;		/* its schema */
+	char	   *version;		/* extversion, palloc'd */
+} BulkheadExtension;
+
+extern bool bulkhead_find_extension(BulkheadExtension *ext);
+extern bool bulkhead_version_at_least(const BulkheadExtension *ext,
+									  int major, int minor);
+extern Oid	bulkhead_extension_table(const BulkheadExtension *ext,
+									 const char *relname);
+extern char *bulkhead_qualified_table_name(Oid relid);
+extern bool bulkhead_check_column(Oid relid, const char *attname, Oid typid,
+								  bool missing_ok);
+extern void bulkhead_check_result_types(TupleDesc desc, const Oid *types, int n,
+										const char *what);
+
+/*
+ * worker.c: read (SPI connected, snapshot pushed) the rules of the
+ * extension's own bulkhead_rule, if it has one, then apply them.
+ */
+extern void bulkhead_rules_read(const BulkheadExtension *ext, MemoryContext cxt,
 								BulkheadRuleList *out);
 extern void bulkhead_rules_apply(const BulkheadRuleList *list);
 

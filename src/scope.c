@@ -26,9 +26,6 @@ BulkheadLocalPermit *bulkhead_local = NULL;
 /* How many of bulkhead_local[] are held: lets the common cases skip a loop */
 int			bulkhead_nheld = 0;
 
-/* A committed change of bulkhead_workload must wake the worker */
-static bool reload_at_commit = false;
-
 static void
 bulkhead_backend_exit(int code, Datum arg)
 {
@@ -168,12 +165,6 @@ bulkhead_discard_session_permits(void)
 		bulkhead_restore_session_guards();
 }
 
-void
-bulkhead_request_reload_at_commit(void)
-{
-	reload_at_commit = true;
-}
-
 /* An explicit transaction permit (automatic ones end at PREPARE) */
 static bool
 holds_transaction_permit(void)
@@ -279,11 +270,6 @@ bulkhead_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_PREPARE:
-			if (reload_at_commit)
-			{
-				reload_at_commit = false;
-				bulkhead_signal_worker();
-			}
 			{
 				/* a utility that commits internally keeps its gate permit */
 				bool		keep_auto = !bulkhead_gate_reset(event != XACT_EVENT_PREPARE);
@@ -296,7 +282,6 @@ bulkhead_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			(void) bulkhead_gate_reset(false);
-			reload_at_commit = false;
 			if (bulkhead_local != NULL)
 			{
 				bulkhead_wait_cleanup();

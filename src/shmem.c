@@ -86,6 +86,7 @@ bulkhead_shmem_startup(void)
 		shared->nbackends = bulkhead_backend_count();
 		shared->config_loaded = false;
 		pg_atomic_init_u64(&shared->config_requested, 0);
+		pg_atomic_init_u32(&shared->prepared_change, 0);
 		shared->worker_procno = -1;
 		pg_atomic_init_u32(&shared->deadlock_checker, 0);
 
