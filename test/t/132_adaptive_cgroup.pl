@@ -31,6 +31,7 @@ use File::Path qw(make_path);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(time usleep);
 
 my $node = bulkhead_node('adaptive_cgroup');
 
@@ -57,15 +58,31 @@ sub count_under
 	$node->append_conf('postgresql.conf', "bulkhead.cgroup_root = '$root'\n");
 	my $offset = -s $node->logfile;
 	$node->restart;
-	$node->wait_for_log(qr/adaptive limits count \d+ CPUs/, $offset);
-	my ($count, $detail) = slurp_file($node->logfile, $offset) =~
+	return count_line($offset);
+}
+
+# The worker's count and DETAIL logged after $offset, waiting for them
+# (bounded: a worker that does not log fails the test in 30 s)
+sub count_line
+{
+	my ($offset) = @_;
+	my $deadline = time() + 30;
+	my $log;
+	while (1)
+	{
+		$log = slurp_file($node->logfile, $offset);
+		last if $log =~ /adaptive limits count \d+ CPUs\n[^\n]*DETAIL:  [^\n]*\n/;
+		last if time() > $deadline;
+		usleep(100_000);
+	}
+	my ($count, $detail) = $log =~
 	  /LOG:  bulkhead: adaptive limits count (\d+) CPUs\n[^\n]*DETAIL:  ([^\n]*)/;
 	return ($count, $detail // '');
 }
 
-my ($affinity) =
-  slurp_file($node->logfile) =~ /DETAIL:  CPU affinity: (\d+) CPUs; cgroup CPU quota: /;
-like($affinity, qr/^\d+$/, "the worker logs its CPU count at start (affinity $affinity)");
+my ($affinity) = (count_line(0))[1] =~ /^CPU affinity: (\d+) CPUs; cgroup CPU quota: /;
+like($affinity // '', qr/^\d+$/, 'the worker logs its CPU count and affinity at start');
+$affinity //= 0;
 
 my $base = $node->basedir . '/cgroot';
 my $v2_mount = "30 25 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw,nsdelegate\n";
