@@ -229,8 +229,9 @@ bulkhead_adaptive_init(void)
 							 0,
 							 NULL, NULL, NULL);
 	DefineCustomStringVariable("bulkhead.cgroup_root",
-							   "Directory the worker reads /proc/self and the cgroup file systems under (developer option, for tests).",
-							   "Empty: the real root.",
+							   "Directory under which the worker reads the process's cgroup files (developer option).",
+							   "For tests: /proc/self/cgroup, /proc/self/mountinfo and the cgroup file systems "
+							   "are read under this directory.  Empty means the real root.",
 							   &cgroup_root,
 							   "",
 							   PGC_POSTMASTER,
@@ -489,18 +490,20 @@ cgroup_cpu_quota(void)
  * The CPUs the server may use: those of this process's affinity mask (the
  * worker shares it with the postmaster), or fewer if a cgroup quota allows
  * less CPU time (rounded up: 1.5 CPUs count as 2).  Read again every
- * CPU_COUNT_REFRESH_MS; this never throws (see above), so a caller may hold
- * a slot lock.
+ * CPU_COUNT_REFRESH_MS, or only if never read when refresh is false (a
+ * caller that holds a slot lock: this never throws, see above, but need not
+ * read files under the lock).
  */
 static int
-cpu_count(void)
+cpu_count(bool refresh)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	cpu_set_t	set;
 	int			n;
 
 	if (ncpu_cached > 0 &&
-		!TimestampDifferenceExceeds(ncpu_read_at, now, CPU_COUNT_REFRESH_MS))
+		(!refresh ||
+		 !TimestampDifferenceExceeds(ncpu_read_at, now, CPU_COUNT_REFRESH_MS)))
 		return ncpu_cached;
 
 	n = 1;
@@ -553,7 +556,7 @@ bulkhead_limit_at_load(const BulkheadSlot *slot, const BulkheadConfig *config)
 	if (!config->adaptive || config->max_running == 0)
 		return config->max_running;
 	if (!was_adaptive || limit < 1)
-		limit = 2 * cpu_count();
+		limit = 2 * cpu_count(false);
 	return Max(config->min_running, Min(limit, config->max_running));
 }
 
@@ -699,7 +702,7 @@ queued_elsewhere(int procno)
 bool
 bulkhead_adaptive_sample(void)
 {
-	int			ncpu = cpu_count();
+	int			ncpu = cpu_count(true);
 	TimestampTz now = GetCurrentTimestamp();
 	bool		any = false;
 	int			i;
@@ -795,7 +798,7 @@ bulkhead_adaptive_sample(void)
 		 */
 		if (!binding)
 			continue;
-		if (nwaiters > 0)
+		if (nwaiters > 0 && st->law == ADAPTIVE_LAW_HOLDERS)
 			stuck = count_stuck(nwaiters);
 		st->binding = true;
 		st->samples++;
@@ -935,7 +938,7 @@ log_change(const char *name, const AdaptiveState *st, int from, int to,
 		ereport(LOG,
 				(errmsg("bulkhead: workload \"%s\": adaptive limit changed from %d to %d",
 						name, from, to),
-				 errdetail("Holders per sample: %.1f on a CPU, %.1f waiting outside the server, %.1f blocked, %.1f waiting for a lock held outside the workload; %.2f useful on average; %d running, %d queued; bounds [%d, %d].",
+				 errdetail("Holders per sample: %.1f on a CPU, %.1f waiting outside the server, %.1f blocked, %.1f waiting for a lock held outside the workload; %.2f useful (estimate); %d running, %d queued; bounds [%d, %d].",
 						   st->on_cpu / n, st->off_cpu / n, st->blocked / n,
 						   st->stuck / n,
 						   fig->useful, fig->running, fig->queued,
@@ -1018,7 +1021,7 @@ bulkhead_adaptive_decide(void)
 			fig.max_running = slot->config.max_running;
 		}
 		LWLockRelease(slot->lock);
-		elog(DEBUG1, "bulkhead: workload \"%s\": adaptive limit %d, next %d (%d samples: %d holders on a CPU, %d outside, %d blocked, %d stuck; %.2f useful on average; %.0f permits/s, %.0f before at limit %d; %s)",
+		elog(DEBUG1, "bulkhead: workload \"%s\": adaptive limit %d, next %d (%d samples: %d holders on a CPU, %d outside, %d blocked, %d stuck; %.2f useful (estimate); %.0f permits/s, %.0f before at limit %d; %s)",
 			 st->name, current, target, st->samples, st->on_cpu, st->off_cpu,
 			 st->blocked, st->stuck, fig.useful, fig.rate, fig.prev_rate, fig.prev_limit,
 			 st->binding ? "callers waited" : "no caller waited");
