@@ -60,6 +60,7 @@
  */
 #include "bulkhead.h"
 
+#include "access/xact.h"
 #include "miscadmin.h"
 #include "storage/proc.h"
 #include "utils/guc.h"
@@ -243,8 +244,14 @@ change_session_values(GuardSetting *g, const SessionChange *change)
 	GucStack   *stack;
 	int			new;
 
-	/* first the current value: set_config_option may throw */
-	if (current_is_session_value(g) && changed_value(change, *g->value, &new))
+	/*
+	 * First the current value: set_config_option may throw.  Not while the
+	 * (sub)transaction aborts (a release from an abort callback): nothing may
+	 * throw there, and the abort makes current a value of the stack, which
+	 * is changed below.
+	 */
+	if (IsTransactionState() && current_is_session_value(g) &&
+		changed_value(change, *g->value, &new))
 		set_guard(g, new, reset, false);
 
 	/* then the stack, which cannot throw */
