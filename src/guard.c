@@ -400,7 +400,11 @@ bulkhead_apply_guards(BulkheadLocalPermit *permit)
 	}
 }
 
-/* After session permits were released: recompute or restore each setting */
+/*
+ * After session permits were released: recompute or restore each setting.
+ * Safe in an abort callback too (a release by the abort path): there only
+ * the saved values change, which the abort then makes current.
+ */
 void
 bulkhead_restore_session_guards(void)
 {
