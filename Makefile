@@ -34,8 +34,8 @@ PG_CFLAGS = -Wall -Werror
 FIXED_LOCALE = --encoding=UTF8 --no-locale
 
 # pg_regress: sql/<name>.sql against expected/<name>.out
-REGRESS = setup workload_table permits failed_statement scopes guards errors \
-	stats transparent bad_input privileges rules adaptive
+REGRESS = setup workload_table permits failed_statement scopes guards \
+	guard_levels errors stats transparent bad_input privileges rules adaptive
 REGRESS_OPTS = --temp-instance=./tmp_check_regress $(FIXED_LOCALE) \
 	--temp-config=$(srcdir)/test/regress.conf
 

@@ -4,31 +4,64 @@
  *	  The workload's timeouts, applied while one of its permits is held.
  *
  * A guard lowers a timeout setting: when both the guard and the session's
- * value are non-zero the smaller applies; a zero session value (no limit)
- * takes the guard.
+ * value are non-zero the smaller applies; a zero value (no limit) takes the
+ * guard.
  *
- * Transaction scope sets the value with SET LOCAL semantics, so PostgreSQL
- * itself restores it at commit, abort or rollback to savepoint.  Session
- * scope sets it for the session, remembering the value it replaced; when
- * the last session permit with that guard is released the old value comes
- * back (as RESET when it was the reset value, so a later ALTER ROLE or
- * reload applies again).  If the user changed the setting meanwhile, it is
- * left as the user set it.
+ * Two values of a setting matter here.  The current value is what SHOW
+ * gives now.  The session-level value is what the session itself set (SET,
+ * or the default RESET would restore): what the setting will be once the
+ * current transaction commits.  The two differ while a SET LOCAL (or a
+ * function's SET clause, or a transaction permit's guard) is in force.
+ * guc.c keeps, per setting, a stack of the values to restore at the end of
+ * each transaction nesting level; session_value() reads the session-level
+ * value out of it.  The rules:
  *
- * A session permit outlives the rollback of the transaction that took it,
- * and its release is not undone by a rollback either; PostgreSQL, though,
- * reverts a SET at rollback.  So after a session-scope change the value is
- * made to survive the abort of the transactions (and subtransactions and
- * function SET clauses) under way, by writing it into their saved prior
- * values: what guc.c itself does for a value set at PGC_S_OVERRIDE.
+ * Session permits work on the session-level value.  At acquire it becomes
+ * the smaller of it and the guard; a SET LOCAL in force in the current
+ * transaction stays in force until it ends, then the guarded session value
+ * shows.  A session permit outlives the rollback of the transaction (or
+ * savepoint) that took it, and its release is not undone by a rollback
+ * either, so the new value is also written into every value of the stack
+ * that a rollback would bring back as the session's value.  When the last
+ * session permit with a guard on the setting is released, the value the
+ * session had before comes back (as RESET when it was the reset value, so
+ * a later ALTER ROLE or reload applies again); with permits left, the
+ * smaller of that value and their guards.  If the session set the setting
+ * itself meanwhile (a plain SET that is in force), it is left as the user
+ * set it.
+ *
+ * Transaction permits (bulkhead_acquire_xact) work on the current value:
+ * SET LOCAL of the smaller of it and the guard, which PostgreSQL undoes at
+ * commit, at abort, and at the rollback of the savepoint that took the
+ * permit (which releases the permit too).  The SET LOCAL is made even when
+ * the value does not change, so that the release of a session permit later
+ * in the transaction does not lift the current value above the guard: like
+ * any SET LOCAL, it stays in force until its transaction ends.
+ *
+ * Automatic permits (bulkhead.workload, rules) belong to the top-level
+ * transaction, and may be taken inside a savepoint (pgJDBC's autosave and
+ * psql's ON_ERROR_ROLLBACK run every statement in one).  Their guard is
+ * applied to the current value and to every value that a ROLLBACK TO
+ * SAVEPOINT would bring back, and the value from before the transaction
+ * comes back at its end: as a SET LOCAL made at the top level, before the
+ * savepoints (and, like a transaction permit's, made even when no value
+ * changes).
+ *
+ * Not handled: a session permit acquired or released in a transaction that
+ * had already SET the setting plainly, and then rolls back: the value the
+ * rollback brings back is guarded (never raised), but may stay guarded after
+ * the release.
  *
  * statement_timeout is armed when a statement starts, so a guard applies
- * from the statement after the one that acquired the permit.
+ * from the statement after the one that acquired the permit (gate.c arms it
+ * for the statement that takes an automatic permit).
  *
  *-------------------------------------------------------------------------
  */
 #include "bulkhead.h"
 
+#include "access/xact.h"
+#include "miscadmin.h"
 #include "storage/proc.h"
 #include "utils/guc.h"
 #include "utils/guc_tables.h"
@@ -49,10 +82,10 @@ typedef struct GuardSetting
 	int		   *value;			/* the server's variable, in ms */
 	struct config_generic *record;	/* guc.c's entry, looked up once */
 	/* session scope bookkeeping */
-	bool		active;			/* we changed it for a session permit */
-	int			set_value;		/* what we set it to */
-	int			base_value;		/* what it was before */
-	char	   *base_string;	/* same, as text, or NULL to RESET */
+	bool		active;			/* session permits guard it */
+	int			set_value;		/* the session-level value we set */
+	int			base_value;		/* the session-level value before */
+	bool		base_reset;		/* ... was the reset value: restore by RESET */
 } GuardSetting;
 
 static GuardSetting guards[NUM_GUARDS] = {
@@ -64,6 +97,19 @@ static GuardSetting guards[NUM_GUARDS] = {
 
 /* How many of guards[] are active (lets the common case skip the loop) */
 static int	active_guards = 0;
+
+/*
+ * A change of the session-level values of a setting: either each value is
+ * lowered to the guard (guard > 0), or each value equal to match becomes to
+ * (the reset value, with its source, when reset).
+ */
+typedef struct SessionChange
+{
+	int			guard;
+	int			match;
+	int			to;
+	bool		reset;
+} SessionChange;
 
 /* The guard a permit puts on one setting, in ms, or <= 0 for none */
 static int
@@ -119,56 +165,189 @@ guc_record(GuardSetting *g)
 }
 
 /*
- * Let the current value of g survive the abort of every transaction level
- * under way: each stacked prior value (and a SET value masked by SET LOCAL)
- * becomes the current one.  Integer settings without "extra" data only.
+ * The session-level value of g.  guc.c's stack has an entry per nesting
+ * level (transaction, savepoint, function with SET clauses) that changed the
+ * setting, the newest on top; an entry's prior value is the value below its
+ * level.  Going down from the current value: a level whose last change was
+ * a plain SET holds the session-level value; one that SET LOCAL after a SET
+ * keeps the SET value aside (masked); at a level that only made local
+ * changes, the value below it counts.  Integer settings only.
  */
-static void
-survive_rollback(GuardSetting *g)
+static int
+session_value(GuardSetting *g)
 {
-	struct config_generic *rec = guc_record(g);
+	int			value = *g->value;
 	GucStack   *stack;
 
-	for (stack = rec->stack; stack != NULL; stack = stack->prev)
+	for (stack = guc_record(g)->stack; stack != NULL; stack = stack->prev)
 	{
-		stack->prior.val.intval = *g->value;
-		stack->source = rec->source;
-		stack->scontext = rec->scontext;
-		stack->srole = rec->srole;
+		if (stack->state == GUC_SET)
+			return value;
 		if (stack->state == GUC_SET_LOCAL)
-		{
-			stack->masked.val.intval = *g->value;
-			stack->masked_scontext = rec->scontext;
-			stack->masked_srole = rec->srole;
-		}
+			return stack->masked.val.intval;
+		/* GUC_LOCAL, GUC_SAVE: the value below this level */
+		value = stack->prior.val.intval;
 	}
+	return value;
 }
 
-/* Set g (value NULL: RESET) for the transaction, or for the session */
-static void
-set_guard(GuardSetting *g, const char *value, bool local)
+/* Is the current value of g its session-level value (no local overlay)? */
+static bool
+current_is_session_value(GuardSetting *g)
 {
-	(void) set_config_option(g->name, value, PGC_USERSET, PGC_S_SESSION,
-							 local ? GUC_ACTION_LOCAL : GUC_ACTION_SET,
-							 true, 0, false);
-	if (!local)
-		survive_rollback(g);
+	GucStack   *top = guc_record(g)->stack;
+
+	return top == NULL || top->state == GUC_SET;
 }
 
+/* Set g (reset: RESET) for the session, or with SET LOCAL semantics */
 static void
-set_guard_ms(GuardSetting *g, int ms, bool local)
+set_guard(GuardSetting *g, int ms, bool reset, bool local)
 {
 	char		buf[32];
 
 	snprintf(buf, sizeof(buf), "%d", ms);
-	set_guard(g, buf, local);
+	(void) set_config_option(g->name, reset ? NULL : buf,
+							 PGC_USERSET, PGC_S_SESSION,
+							 local ? GUC_ACTION_LOCAL : GUC_ACTION_SET,
+							 true, 0, false);
+}
+
+/* The new session-level value for old under change; false: leave old */
+static bool
+changed_value(const SessionChange *change, int old, int *new)
+{
+	if (change->guard > 0)
+	{
+		*new = combine(old, change->guard);
+		return *new != old;
+	}
+	*new = change->to;
+	return old == change->match;
+}
+
+/*
+ * Apply change to every session-level value of g: the current value when
+ * no local overlay hides it, and those kept in the stack, which a rollback
+ * or a commit would make current: the bottom entry's prior value (from
+ * before the transaction), the prior value of an entry above a SET level,
+ * and the masked value of a SET LOCAL over a SET.  Values of local levels
+ * are left alone.  The session-level value so survives the abort of the
+ * transaction, savepoints and function calls under way: a session permit
+ * and its release are not undone by a rollback.
+ */
+static void
+change_session_values(GuardSetting *g, const SessionChange *change)
+{
+	struct config_generic *rec = guc_record(g);
+	bool		reset = change->guard <= 0 && change->reset;
+	GucStack   *stack;
+	int			new;
+
+	/*
+	 * First the current value: set_config_option may throw.  Not while the
+	 * (sub)transaction aborts (a release from an abort callback): nothing may
+	 * throw there, and the abort makes current a value of the stack, which
+	 * is changed below.
+	 */
+	if (IsTransactionState() && current_is_session_value(g) &&
+		changed_value(change, *g->value, &new))
+		set_guard(g, new, reset, false);
+
+	/* then the stack, which cannot throw */
+	for (stack = rec->stack; stack != NULL; stack = stack->prev)
+	{
+		if (stack->state == GUC_SET_LOCAL &&
+			changed_value(change, stack->masked.val.intval, &new))
+		{
+			/* a masked value's source is PGC_S_SESSION (guc_tables.h) */
+			stack->masked.val.intval = new;
+			stack->masked_scontext = reset ? rec->reset_scontext : PGC_USERSET;
+			stack->masked_srole = reset ? rec->reset_srole : GetUserId();
+		}
+		if ((stack->prev == NULL || stack->prev->state == GUC_SET) &&
+			changed_value(change, stack->prior.val.intval, &new))
+		{
+			stack->prior.val.intval = new;
+			stack->source = reset ? rec->reset_source : PGC_S_SESSION;
+			stack->scontext = reset ? rec->reset_scontext : PGC_USERSET;
+			stack->srole = reset ? rec->reset_srole : GetUserId();
+		}
+	}
+}
+
+/*
+ * An automatic permit's guard on g: the current value, and every value a
+ * ROLLBACK TO SAVEPOINT would bring back, become the smaller of themselves
+ * and the guard, as if SET LOCAL had been done at the top level before the
+ * savepoints.  The transaction's end restores the value from before it (or
+ * the session-level value a SET in it made).
+ */
+static void
+guard_whole_transaction(GuardSetting *g, int guard)
+{
+	struct config_generic *rec = guc_record(g);
+	bool		was_empty = rec->stack == NULL;
+	GucStack   *bottom;
+	GucStack   *below = NULL;
+	GucStack   *stack;
+
+	set_guard(g, combine(*g->value, guard), false, true);
+	if (was_empty)
+	{
+		/*
+		 * The only entry, of the current level: make it the top level's, so
+		 * that no ROLLBACK TO SAVEPOINT pops it (guc.c itself moves entries
+		 * down a level at subtransaction commit).
+		 */
+		rec->stack->nest_level = 1;
+		return;
+	}
+
+	/* an entry of the top level to restore the value from before */
+	for (bottom = rec->stack; bottom->prev != NULL; bottom = bottom->prev)
+		;
+	if (bottom->nest_level > 1)
+		below = MemoryContextAllocZero(TopTransactionContext, sizeof(GucStack));
+
+	/* nothing below throws */
+	if (below != NULL)
+	{
+		below->nest_level = 1;
+		below->state = GUC_LOCAL;
+		below->source = bottom->source;
+		below->scontext = bottom->scontext;
+		below->srole = bottom->srole;
+		below->prior = bottom->prior;
+		bottom->prev = below;
+	}
+	for (stack = rec->stack; stack->prev != NULL; stack = stack->prev)
+	{
+		GucStack   *lower = stack->prev;
+		int			old = stack->prior.val.intval;
+
+		/* a value of a local level that needs no lowering stays as it is */
+		if (combine(old, guard) == old && lower->state != GUC_SET)
+			continue;
+		if (lower->state == GUC_SET)
+		{
+			/* keep the SET value of the lower level for its commit */
+			lower->state = GUC_SET_LOCAL;
+			lower->masked = stack->prior;
+			lower->masked_scontext = stack->scontext;
+			lower->masked_srole = stack->srole;
+		}
+		stack->prior.val.intval = combine(old, guard);
+		stack->source = PGC_S_SESSION;
+		stack->scontext = PGC_USERSET;
+		stack->srole = GetUserId();
+	}
 }
 
 /* Apply a just-granted permit's guards */
 void
 bulkhead_apply_guards(BulkheadLocalPermit *permit)
 {
-	bool		local = permit->scope != BULKHEAD_SCOPE_SESSION;
 	int			kind;
 
 	/* the common case, a workload without guards: nothing to combine */
@@ -179,29 +358,53 @@ bulkhead_apply_guards(BulkheadLocalPermit *permit)
 	for (kind = 0; kind < NUM_GUARDS; kind++)
 	{
 		GuardSetting *g = &guards[kind];
-		int			current = *g->value;
-		int			wanted = combine(current, guard_of(permit, kind));
+		int			guard = guard_of(permit, kind);
+		int			before;
+		int			wanted;
+		SessionChange change = {0};
 
-		if (wanted == current)
+		if (guard <= 0)
 			continue;
-		if (!local && !g->active)
+		switch (permit->scope)
 		{
-			const char *base = GetConfigOption(g->name, false, false);
-			const char *reset = GetConfigOptionResetString(g->name);
-
-			g->base_value = current;
-			g->base_string = (reset && strcmp(base, reset) == 0) ? NULL :
-				MemoryContextStrdup(TopMemoryContext, base);
-			g->active = true;
-			active_guards++;
+			case BULKHEAD_SCOPE_XACT:
+				/* SET LOCAL at the level of the subtransaction that took it */
+				set_guard(g, combine(*g->value, guard), false, true);
+				break;
+			case BULKHEAD_SCOPE_AUTO:
+				guard_whole_transaction(g, guard);
+				break;
+			case BULKHEAD_SCOPE_SESSION:
+				before = session_value(g);
+				if (g->active && before != g->set_value)
+				{
+					/* the user set it meanwhile: that is the value to restore */
+					g->active = false;
+					active_guards--;
+				}
+				wanted = combine(before, guard);
+				change.guard = guard;
+				change_session_values(g, &change);
+				if (wanted != before && !g->active)
+				{
+					g->base_value = before;
+					g->base_reset =
+						before == ((struct config_int *) guc_record(g))->reset_val;
+					g->active = true;
+					active_guards++;
+				}
+				if (g->active)
+					g->set_value = wanted;
+				break;
 		}
-		set_guard_ms(g, wanted, local);
-		if (!local)
-			g->set_value = wanted;
 	}
 }
 
-/* After session permits were released: recompute or restore each setting */
+/*
+ * After session permits were released: recompute or restore each setting.
+ * Safe in an abort callback too (a release by the abort path): there only
+ * the saved values change, which the abort then makes current.
+ */
 void
 bulkhead_restore_session_guards(void)
 {
@@ -212,45 +415,42 @@ bulkhead_restore_session_guards(void)
 	for (kind = 0; kind < NUM_GUARDS; kind++)
 	{
 		GuardSetting *g = &guards[kind];
-		int			wanted;
+		SessionChange change = {0};
 		bool		guarded = false;
 		int			i;
 
 		if (!g->active)
 			continue;
-		if (*g->value != g->set_value)
+		if (session_value(g) != g->set_value)
 		{
-			/* the user (or a rollback) changed it: leave it alone */
+			/* the user (or DISCARD ALL) set it: leave it alone */
 			g->active = false;
 			active_guards--;
+			continue;
 		}
+
+		change.match = g->set_value;
+		change.to = g->base_value;
+		for (i = 0; i < bulkhead_shared->permits_per_backend; i++)
+		{
+			BulkheadLocalPermit *permit = &bulkhead_local[i];
+
+			if (permit->held && permit->scope == BULKHEAD_SCOPE_SESSION &&
+				guard_of(permit, kind) > 0)
+			{
+				change.to = combine(change.to, guard_of(permit, kind));
+				guarded = true;
+			}
+		}
+		change.reset = !guarded && g->base_reset;
+		if (change.to != g->set_value || change.reset)
+			change_session_values(g, &change);
+		if (guarded)
+			g->set_value = change.to;
 		else
 		{
-			wanted = g->base_value;
-			for (i = 0; i < bulkhead_shared->permits_per_backend; i++)
-			{
-				BulkheadLocalPermit *permit = &bulkhead_local[i];
-
-				if (permit->held && permit->scope == BULKHEAD_SCOPE_SESSION &&
-					guard_of(permit, kind) > 0)
-				{
-					wanted = combine(wanted, guard_of(permit, kind));
-					guarded = true;
-				}
-			}
-			if (guarded)
-			{
-				if (wanted != g->set_value)
-					set_guard_ms(g, wanted, false);
-				g->set_value = wanted;
-				continue;
-			}
-			set_guard(g, g->base_string, false);
 			g->active = false;
 			active_guards--;
 		}
-		if (g->base_string)
-			pfree(g->base_string);
-		g->base_string = NULL;
 	}
 }

@@ -2273,7 +2273,10 @@ usage(void)
 			"  -B  longest pause after a rejection or a timeout, ms (default 20)\n"
 			"  -v  verbose\n"
 			"  -D  deadlock mode instead (deadlock_modes.c): nocycle (no cycle can form,\n"
-			"      no 40P01 may be seen) or cycle (cycles built on purpose, one victim each)\n");
+			"      no 40P01 may be seen) or cycle (cycles built on purpose, one victim each);\n"
+			"      or guards (guard_modes.c): session, transaction and automatic permits\n"
+			"      with SET LOCAL and savepoints, each step checked against the rules\n"
+			"      of the guarded settings\n");
 	exit(2);
 }
 
@@ -2362,6 +2365,8 @@ main(int argc, char **argv)
 	}
 	if (optind != argc)
 		usage();
+	if (opt_deadlock_mode != NULL && strcmp(opt_deadlock_mode, "guards") == 0)
+		return guard_stress_main(opt_clients, opt_seconds, opt_conninfo);
 	if (opt_deadlock_mode != NULL)
 		return deadlock_stress_main(opt_deadlock_mode, opt_clients, opt_seconds,
 									opt_conninfo);

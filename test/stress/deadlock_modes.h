@@ -17,4 +17,7 @@ extern int64_t now_us(void);
 extern int	deadlock_stress_main(const char *mode, int clients, int seconds,
 								 const char *conninfo);
 
+/* Run the guards mode (guard_modes.c); returns the exit status of the tool */
+extern int	guard_stress_main(int clients, int seconds, const char *conninfo);
+
 #endif							/* DEADLOCK_MODES_H */

@@ -20,11 +20,18 @@
 # with DEADLOCK_CLIENTS clients, and "cycle" (cycles built on purpose: one
 # victim each), each for DEADLOCK_SECONDS seconds (default 32 clients, 20 s).
 #
+# Then the guards mode (test/stress/guard_modes.c), short: GUARD_CLIENTS
+# clients (default 32) for GUARD_SECONDS seconds (default 15) mix session,
+# transaction and automatic permits with SET LOCAL, plain SET and savepoints,
+# and check the four guarded settings after every step against the rules.
+#
 # Longer runs: bash test/stress/run.sh 128 600
 # Extra options for the tool (seed, rates; see bulkhead_stress -h):
 #   STRESS_OPTS="-s 42 -C 5" bash test/stress/run.sh
-# Only some of the runs (main, nocycle, cycle), e.g. a long nocycle run:
+# Only some of the runs (main, nocycle, cycle, guards), e.g. a long nocycle run:
 #   STRESS_MODES=nocycle DEADLOCK_CLIENTS=64 DEADLOCK_SECONDS=600 bash test/stress/run.sh
+# or a long guards run:
+#   STRESS_MODES=guards GUARD_CLIENTS=64 GUARD_SECONDS=600 bash test/stress/run.sh
 # The server runs on both CPUs (races need them); STRESS_PIN=1 pins it to
 # CPU 0 as the benchmarks do.  STRESS_CONF adds a server setting, e.g.
 # STRESS_CONF="log_min_messages = debug1" logs each decision of the worker
@@ -47,12 +54,16 @@ if [ "$CLIENTS" -lt 1 ] || [ "$SECONDS_" -lt 1 ]; then
     bh_die "CLIENTS and SECONDS must be at least 1"
 fi
 
-MODES=${STRESS_MODES:-main nocycle cycle}
+MODES=${STRESS_MODES:-main nocycle cycle guards}
 DL_CLIENTS=${DEADLOCK_CLIENTS:-32}
 DL_SECONDS=${DEADLOCK_SECONDS:-20}
 case $DL_CLIENTS$DL_SECONDS in *[!0-9]*|'') bh_die "DEADLOCK_CLIENTS and DEADLOCK_SECONDS must be numbers" ;; esac
+GD_CLIENTS=${GUARD_CLIENTS:-32}
+GD_SECONDS=${GUARD_SECONDS:-15}
+case $GD_CLIENTS$GD_SECONDS in *[!0-9]*|'') bh_die "GUARD_CLIENTS and GUARD_SECONDS must be numbers" ;; esac
 CONNS=$CLIENTS
 [ "$DL_CLIENTS" -le "$CONNS" ] || CONNS=$DL_CLIENTS
+[ "$GD_CLIENTS" -le "$CONNS" ] || CONNS=$GD_CLIENTS
 CONNS=$((CONNS * 3 / 2 + 20))    # cycle mode: a watcher per pair of clients
 
 bh_require_root
@@ -118,7 +129,13 @@ for mode in $MODES; do
                 "$WORK/src/test/stress/bulkhead_stress" -D "$mode" -c "$DL_CLIENTS" \
                 -t "$DL_SECONDS" -d "$CONNINFO" || status=$?
             ;;
-        *) bh_die "unknown stress mode $mode (main, nocycle, cycle)" ;;
+        guards)
+            bh_say "running bulkhead_stress -D guards: $GD_CLIENTS clients, $GD_SECONDS s"
+            timeout --signal=INT --kill-after=30 $((GD_SECONDS + 120)) \
+                "$WORK/src/test/stress/bulkhead_stress" -D guards -c "$GD_CLIENTS" \
+                -t "$GD_SECONDS" -d "$CONNINFO" || status=$?
+            ;;
+        *) bh_die "unknown stress mode $mode (main, nocycle, cycle, guards)" ;;
     esac
 done
 

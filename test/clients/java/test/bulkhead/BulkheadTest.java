@@ -518,6 +518,95 @@ class BulkheadTest {
         // means a guard of the workload (its statement_timeout) fired
     }
 
+    /** A connection as role, gated by bulkhead.workload, with pgJDBC's autosave mode. */
+    static Connection gatedConnection(String role, String autosave) throws SQLException {
+        String base = URL.substring(0, URL.indexOf('?'));
+        return DriverManager.getConnection(base + "?user=" + role + "&autosave=" + autosave
+                + "&prepareThreshold=1");
+    }
+
+    static String scopeHeld(long pid) throws SQLException {
+        try (PreparedStatement ps = admin.prepareStatement(
+                "SELECT string_agg(workload || ':' || scope, ',') FROM bulkhead_activity WHERE pid = ?")) {
+            ps.setLong(1, pid);
+            try (ResultSet rs = ps.executeQuery()) {
+                assertTrue(rs.next());
+                return rs.getString(1);
+            }
+        }
+    }
+
+    /**
+     * pgJDBC's autosave puts every statement of a transaction in a savepoint
+     * and rolls back to it when the statement fails.  A transaction gated by
+     * bulkhead.workload takes its permit in the first of these savepoints;
+     * the rollback to it leaves the permit held (it belongs to the
+     * transaction), and must leave its guard (statement_timeout 1 s) too.
+     */
+    @Test
+    void autosaveKeepsTheGuardOfAnAutomaticPermit() throws Exception {
+        String w = "jdbc_autosave";
+        define(w, 4, 0, "1s", "1s");
+        exec("DROP TABLE IF EXISTS jdbc_autosave_t");
+        exec("CREATE TABLE jdbc_autosave_t (x int)");
+        exec("INSERT INTO jdbc_autosave_t VALUES (1)");
+        exec("DROP ROLE IF EXISTS bh_jdbc_gated");
+        exec("CREATE ROLE bh_jdbc_gated LOGIN");
+        exec("GRANT ALL ON jdbc_autosave_t TO bh_jdbc_gated");
+        exec("ALTER ROLE bh_jdbc_gated SET bulkhead.workload = '" + w + "'");
+        try {
+            // always: the first statement, which takes the permit, fails and
+            // is rolled back to its savepoint; the transaction goes on
+            try (Connection c = gatedConnection("bh_jdbc_gated", "always")) {
+                c.setAutoCommit(false);
+                SQLException e = assertThrows(SQLException.class,
+                        () -> queryLong(c, "SELECT 1 / count(*) FROM pg_class WHERE false"));
+                assertEquals("22012", e.getSQLState(), e.toString());
+                long pid = queryLong(c, "SELECT pg_backend_pid()");
+                assertEquals(w + ":auto", scopeHeld(pid), "the permit stays for the transaction");
+                assertEquals("1s", queryString(c, "SHOW statement_timeout"), "the guard stays");
+                e = assertThrows(SQLException.class, () -> queryLong(c, "SELECT count(*) FROM pg_sleep(1.6)"));
+                assertEquals("57014", e.getSQLState(), "the guard fires: " + e);
+                // autosave rolled the failure back: the transaction is usable
+                assertEquals(1, queryLong(c, "SELECT count(*) FROM jdbc_autosave_t"));
+                c.commit();
+                assertEquals("0", queryString(c, "SHOW statement_timeout"), "the guard ends with the transaction");
+                assertEquals(null, scopeHeld(pid));
+            }
+            // conservative: a statement whose cached plan no longer fits is
+            // rolled back to its savepoint and run again by the driver
+            try (Connection c = gatedConnection("bh_jdbc_gated", "conservative")) {
+                c.setAutoCommit(false);
+                try (PreparedStatement ps = c.prepareStatement("SELECT * FROM jdbc_autosave_t")) {
+                    for (int i = 0; i < 2; i++) {
+                        try (ResultSet rs = ps.executeQuery()) {
+                            assertTrue(rs.next());
+                        }
+                    }
+                    c.commit();
+                    exec("ALTER TABLE jdbc_autosave_t ALTER COLUMN x TYPE bigint");
+                    try (ResultSet rs = ps.executeQuery()) {
+                        assertTrue(rs.next());
+                        assertEquals(1L, rs.getLong(1));
+                    }
+                }
+                long pid = queryLong(c, "SELECT pg_backend_pid()");
+                assertEquals(w + ":auto", scopeHeld(pid));
+                assertEquals("1s", queryString(c, "SHOW statement_timeout"), "the guard stays");
+                SQLException e = assertThrows(SQLException.class,
+                        () -> queryLong(c, "SELECT count(*) FROM pg_sleep(1.6)"));
+                assertEquals("57014", e.getSQLState(), "the guard fires: " + e);
+                c.rollback();
+                assertEquals("0", queryString(c, "SHOW statement_timeout"));
+            }
+        } finally {
+            exec("DROP TABLE jdbc_autosave_t");
+            exec("DROP OWNED BY bh_jdbc_gated");
+            exec("DROP ROLE bh_jdbc_gated");
+        }
+        assertIdle(w);
+    }
+
     /** The README example, admitted, rejected when full, and timed out. */
     @Test
     void readmeExample() throws Exception {
