@@ -161,11 +161,17 @@ report_unknown_workload(const char *name)
 			 errmsg("workload \"%s\" does not exist", name)));
 }
 
-/* Is the current user a member of one of these roles? (may throw) */
+/*
+ * Is the user a member of one of these roles? (may throw)  The user is the
+ * current one for an explicit acquire, and for the gate's permit (scope
+ * 'auto') the session's own one, which classified the session (rules.c):
+ * the gate can be reached first inside a SECURITY DEFINER function that the
+ * planner runs before the calling statement starts.
+ */
 static bool
-role_allowed(int nroles, char roles[][NAMEDATALEN])
+role_allowed(int nroles, char roles[][NAMEDATALEN], BulkheadScope scope)
 {
-	Oid			user = GetUserId();
+	Oid			user = scope == BULKHEAD_SCOPE_AUTO ? GetOuterUserId() : GetUserId();
 	int			i;
 
 	for (i = 0; i < nroles; i++)
@@ -631,7 +637,7 @@ retry:
 	switch (outcome)
 	{
 		case ADMIT_CHECK_ROLES:
-			if (!role_allowed(config.nroles, config.roles))
+			if (!role_allowed(config.nroles, config.roles, scope))
 				ereport(ERROR,
 						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 						 errmsg("permission denied for workload \"%s\"", name),

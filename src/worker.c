@@ -679,6 +679,14 @@ bulkhead_worker_main(Datum arg)
 
 	loaded_request = pg_atomic_read_u64(&bulkhead_shared->config_requested);
 
+	/*
+	 * A transaction prepared before a restart (or crash, or on the primary
+	 * this standby follows) set no flag in this shared memory, yet its
+	 * COMMIT PREPARED fires nothing either: the first load looks for
+	 * prepared transactions, and the worker polls fast while any is left.
+	 */
+	pg_atomic_write_u32(&bulkhead_shared->prepared_change, 1);
+
 	for (;;)
 	{
 		uint64		requested = pg_atomic_read_u64(&bulkhead_shared->config_requested);
