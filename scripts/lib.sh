@@ -88,6 +88,17 @@ bh_fix_tmpdir() {
     fi
 }
 
+# PostgreSQL 15's programs (initdb, pg_ctl, psql, pgbench, postgres) find
+# their own path by changing into their directory and back: one started as
+# postgres in a directory postgres cannot enter (a clone under /root, say)
+# prints 'could not change directory to "...": Permission denied'.  Whatever
+# runs as postgres must start elsewhere: bh_cd_for_postgres DIR changes into
+# DIR, which postgres must be able to enter.
+bh_cd_for_postgres() {
+    runuser -u postgres -- test -x "$1" || bh_die "the postgres user cannot enter $1"
+    cd -- "$1"
+}
+
 # A fresh temporary directory (mode 755) that the postgres user can reach:
 # in $TMPDIR, or in /tmp when $TMPDIR lies somewhere postgres cannot enter.
 bh_mktemp_dir() {    # bh_mktemp_dir PREFIX -> path
