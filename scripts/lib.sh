@@ -50,7 +50,8 @@ bh_lock_installs() {
 }
 
 # Install the missing prerequisites with apt-get, quietly; `apt-get update`
-# runs only when something is missing. Idempotent.
+# runs only when something is missing. Idempotent.  Another apt-get running
+# on the machine is waited for (up to 10 minutes), not failed on.
 bh_install_prereqs() {
     local pkg missing=() log
     for pkg in "${BH_PACKAGES[@]}"; do
@@ -63,9 +64,9 @@ bh_install_prereqs() {
     else
         bh_say "installing: ${missing[*]}"
         log=$(mktemp -t bulkhead-apt.XXXXXX)
-        if ! { DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+        if ! { DEBIAN_FRONTEND=noninteractive apt-get update -qq -o DPkg::Lock::Timeout=600 &&
                DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-                   -o Dpkg::Use-Pty=0 "${missing[@]}"; } >"$log" 2>&1; then
+                   -o DPkg::Lock::Timeout=600 -o Dpkg::Use-Pty=0 "${missing[@]}"; } >"$log" 2>&1; then
             tail -n 40 "$log" >&2
             rm -f "$log"
             bh_die "apt-get failed"
@@ -86,6 +87,17 @@ bh_fix_tmpdir() {
         bh_warn "TMPDIR=$TMPDIR is not usable by the postgres user; using /tmp"
         unset TMPDIR
     fi
+}
+
+# PostgreSQL 15's programs (initdb, pg_ctl, psql, pgbench, postgres) find
+# their own path by changing into their directory and back: one started as
+# postgres in a directory postgres cannot enter (a clone under /root, say)
+# prints 'could not change directory to "...": Permission denied'.  Whatever
+# runs as postgres must start elsewhere: bh_cd_for_postgres DIR changes into
+# DIR, which postgres must be able to enter.
+bh_cd_for_postgres() {
+    runuser -u postgres -- test -x "$1" || bh_die "the postgres user cannot enter $1"
+    cd -- "$1"
 }
 
 # A fresh temporary directory (mode 755) that the postgres user can reach:

@@ -17,12 +17,17 @@
 # LC_ALL=C), the suites with runner scripts of their own (test/clients/run.sh:
 # JDBC, psycopg and PgBouncer; test/stress/run.sh: 48 clients for 60 s;
 # test/valgrind/run.sh: regress and isolation with the servers under
-# valgrind), and a smoke run of the benchmarks (test/bench/run --quick,
-# about 90 s, counted as one test) so that they cannot rot.
+# valgrind).  Last, once every version's suites have run, a smoke run of
+# the benchmarks on the first version (test/bench/run --quick, about two
+# minutes, each scenario counted as one test) so that they cannot rot.
 #
+# A phase that fails (a build, a suite, a scenario) is counted and the run
+# goes on with the next one.  Everything that runs as postgres starts in a
+# directory postgres can enter (the clone may lie where it cannot).
 # It prints the diffs and server logs of what failed, the time each phase
 # took, and last a line "N passed, N failed" over every version (pg_regress
-# and isolation tests, TAP test files). Exit status 0 only if all passed.
+# and isolation tests, TAP test files, scenarios). Exit status 0 only if all
+# passed.
 set -euo pipefail
 
 SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
@@ -63,25 +68,32 @@ while [ $# -gt 0 ]; do
     esac
 done
 
-# The plan: "suite major" items, in the order they run (all suites of one
-# version, then the next version's).
+# The plan: "suite major" items, in the order they run: all suites of one
+# version, then the next version's; the benchmark smoke run last of all (the
+# slowest phase and the one most at the mercy of a slow machine: whatever
+# becomes of it, every version's suites have run).
 PLAN=()
-for major in "${MAJORS[@]}"; do
-    [ -z "$ONLY_MAJOR" ] || [ "$major" = "$ONLY_MAJOR" ] || continue
-    for suite in "${ALL_SUITES[@]}"; do
-        [ "$SUITE" = all ] || [ "$SUITE" = "$suite" ] || continue
-        if [ "$major" != "$FIRST_MAJOR" ] &&
-           printf '%s\n' "${FIRST_VERSION_ONLY[@]}" | grep -qxF "$suite"; then
-            continue
-        fi
-        PLAN+=("$suite $major")
+for pass in suites bench; do
+    for major in "${MAJORS[@]}"; do
+        [ -z "$ONLY_MAJOR" ] || [ "$major" = "$ONLY_MAJOR" ] || continue
+        for suite in "${ALL_SUITES[@]}"; do
+            [ "$SUITE" = all ] || [ "$SUITE" = "$suite" ] || continue
+            if [ "$pass" = suites ]; then [ "$suite" != bench ] || continue
+            else [ "$suite" = bench ] || continue
+            fi
+            if [ "$major" != "$FIRST_MAJOR" ] &&
+               printf '%s\n' "${FIRST_VERSION_ONLY[@]}" | grep -qxF "$suite"; then
+                continue
+            fi
+            PLAN+=("$suite $major")
+        done
     done
 done
 if [ ${#PLAN[@]} -eq 0 ]; then
     echo "suite $SUITE runs on PostgreSQL $FIRST_MAJOR only" >&2
     exit 2
 fi
-mapfile -t PLAN_MAJORS < <(printf '%s\n' "${PLAN[@]}" | cut -d' ' -f2 | uniq)
+mapfile -t PLAN_MAJORS < <(printf '%s\n' "${PLAN[@]}" | cut -d' ' -f2 | awk '!seen[$0]++')
 
 bh_require_root
 
@@ -142,20 +154,28 @@ record_phase() {
 
 # A suite with a runner script of its own (by default test/<suite>/run.sh),
 # on the first version: it installs what it needs, builds, runs its servers
-# and ends with "N passed, N failed".
+# and ends with "N passed, N failed".  It runs in the version's build (which
+# postgres owns), so that what it starts as postgres can enter its working
+# directory.  Without that last line (the script died early), the phase
+# counts as one failure.
 run_script_phase() {    # run_script_phase SUITE MAJOR [SCRIPT [ARGS...]]
-    local suite=$1 major=$2 name="$1 $2" build=${BUILD_OF[$2]} t0 rc p f log
+    local suite=$1 major=$2 name="$1 $2" build=${BUILD_OF[$2]} t0 rc p='' f='' log
     local -a cmd=("${@:3}")
     [ ${#cmd[@]} -gt 0 ] || cmd=("test/$suite/run.sh")
     log="$WORK/$suite-$major.out"
     bh_say "$name: ${cmd[*]}"
     t0=$(bh_now_us)
     set +e
-    PG_CONFIG=${PG_CONFIG_OF[$major]} bash "$build/${cmd[0]}" "${cmd[@]:1}" 2>&1 | tee "$log"
+    (cd "$build" &&
+        PG_CONFIG=${PG_CONFIG_OF[$major]} bash "$build/${cmd[0]}" "${cmd[@]:1}") 2>&1 | tee "$log"
     rc=${PIPESTATUS[0]}
     set -e
     timed "$name" "$t0"
-    read -r p f < <(sed -n 's/^\([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed$/\1 \2/p' "$log" | tail -n 1)
+    read -r p f < <(sed -n 's/^\([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed$/\1 \2/p' "$log" | tail -n 1) || true
+    if [ -z "$p" ]; then
+        bh_warn "$name: no \"N passed, N failed\" line (exit $rc): counted as 1 failure"
+        p=0 f=1
+    fi
     PHASE_DIR[$name]=$build
     record_phase "$name" "$p" "$f" "$rc"
 }
@@ -224,7 +244,7 @@ show_failure_details() {
     for phase in "${PHASES[@]}"; do
         [ "${FAILED[$phase]:-0}" -gt 0 ] || continue
         suite=${phase% *}
-        dir=${PHASE_DIR[$phase]}
+        dir=${PHASE_DIR[$phase]:-}
         bh_say "$phase ($dir)"
         case $suite in
             regress)   dirs=("$dir/log") ;;
@@ -261,17 +281,17 @@ summary() {
     echo "$TOTAL_PASSED passed, $TOTAL_FAILED failed"
 }
 
-# A step that must work for the versions' suites to run at all: on failure
-# it counts as one failed test and the run ends with the summary.
-fail_step() {    # fail_step NAME MESSAGE
-    bh_warn "$2"
+# A step that a version's suites need (getting its server, building): on
+# failure it counts as one failed test, and that version's suites are
+# skipped; the other versions' go on.
+declare -A BROKEN
+fail_step() {    # fail_step NAME MAJOR MESSAGE
+    bh_warn "$3; the suites of PostgreSQL $2 are skipped"
     PHASES+=("$1")
     PASSED[$1]=0
     FAILED[$1]=1
     TOTAL_FAILED=$((TOTAL_FAILED + 1))
-    bh_cleanup_work
-    summary
-    exit 1
+    BROKEN[$2]=1
 }
 
 # 1. prerequisites: Debian's packages for every version of the plan, then
@@ -284,16 +304,22 @@ bh_install_prereqs
 timed prerequisites "$t0"
 for major in "${PLAN_MAJORS[@]}"; do
     t0=$(bh_now_us)
-    PG_CONFIG_OF[$major]=$(bh_pg_config_of "$major") ||
-        fail_step "postgres $major" "PostgreSQL $major could not be had"
+    if ! PG_CONFIG_OF[$major]=$(bh_pg_config_of "$major"); then
+        timed "postgres $major" "$t0"
+        fail_step "postgres $major" "$major" "PostgreSQL $major could not be had"
+        continue
+    fi
     timed "postgres $major" "$t0"
     bh_say "PostgreSQL $major: $("${PG_CONFIG_OF[$major]}" --version) (${PG_CONFIG_OF[$major]})"
 done
 
-# 2. per version, a private copy of the tree, built and installed as root
+# 2. per version, a private copy of the tree, built and installed as root.
+# From here on the run stays in $WORK, which postgres can enter.
 bh_fix_tmpdir
 WORK=$(bh_mktemp_dir bulkhead-test)
+bh_cd_for_postgres "$WORK"
 for major in "${PLAN_MAJORS[@]}"; do
+    [ -z "${BROKEN[$major]:-}" ] || continue
     BUILD_OF[$major]=$WORK/bulkhead-$major
     t0=$(bh_now_us)
     bh_copy_tree "$SRC_DIR" "${BUILD_OF[$major]}"
@@ -303,7 +329,10 @@ for major in "${PLAN_MAJORS[@]}"; do
     rc=$?
     set -e
     timed "build $major" "$t0"
-    [ "$rc" -eq 0 ] || fail_step "build $major" "build or install for PostgreSQL $major failed (exit $rc)"
+    if [ "$rc" -ne 0 ]; then
+        fail_step "build $major" "$major" "build or install for PostgreSQL $major failed (exit $rc)"
+        continue
+    fi
     chown -R postgres:postgres "${BUILD_OF[$major]}"
 done
 
@@ -311,6 +340,7 @@ done
 # not stop the next one
 for item in "${PLAN[@]}"; do
     read -r suite major <<<"$item"
+    [ -z "${BROKEN[$major]:-}" ] || continue
     case $suite in
         regress|isolation|tap|locale) run_phase "$suite" "$major" ;;
         bench) run_script_phase bench "$major" test/bench/run --quick ;;

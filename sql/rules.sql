@@ -235,26 +235,44 @@ SELECT * FROM bulkhead_classify(NULL);
 
 --
 -- 5. Reclassification only when something matched on changes: steady
---    state evaluates nothing
+--    state evaluates nothing.  A membership revoked from a running session
+--    applies at its next reclassification only, so what the session is
+--    classified as tells whether it evaluated the rules again.
+--    (bulkhead_rule_evaluations() counts the evaluations of every backend:
+--    other sessions can only make it grow, so only its growth is asserted.)
 --
+CREATE ROLE regress_rule_steady;
+GRANT regress_rule_steady TO regress_rule_app, regress_rule_member;
+INSERT INTO bulkhead_rule (position, role, workload)
+VALUES (8, 'regress_rule_steady', 'jobs');
 SET ROLE regress_rule_app;
 SET application_name = 'web-steady';
-SELECT 1 AS first;                              -- classified here
+SELECT bh_wait($$(SELECT rule_position FROM bulkhead_classify()) = 8$$);
+SELECT * FROM bulkhead_classify();
 SELECT bulkhead_rule_evaluations() AS before \gset
+RESET ROLE;
+REVOKE regress_rule_steady FROM regress_rule_app;
+SET ROLE regress_rule_app;
+-- steady state: the same user, program and rules: still the member's rule
 SELECT 1;
-SELECT 2;
 BEGIN;
-SELECT 3;
+SELECT 2;
 COMMIT;
 SELECT * FROM bulkhead_classify();
-SELECT bulkhead_rule_evaluations() - :before AS evaluations;
+SELECT * FROM rule_held;
 SET application_name = 'web-steady';           -- the same value
-SELECT bulkhead_rule_evaluations() - :before AS evaluations;
+SELECT * FROM bulkhead_classify();
+-- another program: evaluated again, the revoke applies
 SET application_name = 'web-changed';
-SELECT bulkhead_rule_evaluations() - :before AS evaluations;
-SET ROLE regress_rule_member;                   -- another user
-SELECT bulkhead_rule_evaluations() - :before AS evaluations;
+SELECT * FROM bulkhead_classify();
+SELECT bulkhead_rule_evaluations() - :before >= 1 AS evaluated;
+-- another user: evaluated for that user (still a member)
+SET ROLE regress_rule_member;
+SELECT * FROM bulkhead_classify();
+SELECT bulkhead_rule_evaluations() - :before >= 2 AS evaluated;
 RESET ROLE;
+DELETE FROM bulkhead_rule WHERE position = 8;
+DROP ROLE regress_rule_steady;
 
 --
 -- 6. The foreign key: a workload that a rule names cannot be deleted;

@@ -4,7 +4,10 @@
 INSERT INTO bulkhead_workload (name, max_running, max_queued) VALUES ('a', 1, 0), ('b', 1, 0);
 SELECT bh_wait($$(SELECT count(*) FROM bulkhead_stats) = 2$$);
 
+-- 'a' is held at least 50 ms once; nothing ever waits (free permits are
+-- granted at once)
 SELECT bulkhead_acquire('a');
+SELECT pg_sleep(0.05);
 SELECT bulkhead_release('a');
 BEGIN;
 SELECT bulkhead_acquire_xact('a');
@@ -14,8 +17,12 @@ SELECT bulkhead_release_all();
 
 SELECT workload, mode, running, queued, acquired, rejected_full, timed_out,
        cancelled, released, shadow_queued, shadow_rejected, peak_running, peak_queued,
-       wait_time_total_ms >= 0 AS wait_total_ok, wait_p50_ms IS NOT NULL AS has_wait_p50,
-       hold_time_total_ms >= 0 AS hold_total_ok, hold_p99_ms IS NOT NULL AS has_hold_p99
+       wait_time_total_ms = 0 AS no_wait, wait_time_max_ms = 0 AS no_wait_max,
+       wait_p50_ms = 0 AS wait_p50_zero,
+       hold_time_total_ms > 0 AS held,
+       hold_time_total_ms >= CASE workload WHEN 'a' THEN 50 ELSE 0 END AS held_long_enough,
+       -- a percentile is a bucket's midpoint: within 1/16 of the value
+       hold_p99_ms >= CASE workload WHEN 'a' THEN 40 ELSE 0 END AS hold_p99_ok
   FROM bulkhead_stats ORDER BY workload;
 
 -- reset of one workload leaves the others alone

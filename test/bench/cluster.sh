@@ -33,6 +33,9 @@ fi
 # test/bench/run prepares once for all the scenarios and exports
 # BENCH_BUILDS; a scenario script started by it then only installs the build
 # (BENCH_BUILDS_OWNER tells which process removes the builds at exit).
+# The script then works in $BENCH_BUILDS: the programs it runs as postgres
+# must start in a directory postgres can enter, which the tree (a clone
+# under /root, say) need not be (see bh_cd_for_postgres).
 bench_prepare() {
     bh_require_root
     bh_install_prereqs >/dev/null
@@ -40,12 +43,14 @@ bench_prepare() {
     trap bench_finish EXIT
     if [ -n "${BENCH_BUILDS:-}" ] && [ -f "$BENCH_BUILDS/with/bulkhead.so" ]; then
         bench_use_build with
+        bh_cd_for_postgres "$BENCH_BUILDS"
         return
     fi
     BENCH_BUILDS=$(bh_mktemp_dir bulkhead-builds)
     BENCH_BUILDS_OWNER=$BASHPID
     bh_copy_tree "$top" "$BENCH_BUILDS/with"
     bh_build_install "$BENCH_BUILDS/with" >/dev/null
+    bh_cd_for_postgres "$BENCH_BUILDS"
 }
 
 # bench_build_without_stats: a second build, without the latency statistics,

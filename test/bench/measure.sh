@@ -3,8 +3,9 @@
 # report.  Source it after cluster.sh.
 #
 # BENCH_QUICK=1 (set by `test/bench/run --quick`) shortens every scenario to
-# a smoke run: one-second runs, one round, few client counts.  The figures
-# are then meaningless; the point is that every script still runs through.
+# a smoke run: short runs (see bench_run_length), one round, few client
+# counts.  The figures are then meaningless; the point is that every script
+# still runs through, on any machine.
 #
 # A scenario prints markdown on stdout (its section of results.md) and its
 # progress on stderr.  With BENCH_OUT set to a directory, it also leaves data
@@ -45,6 +46,30 @@ bench_target() {
 # bench_at_least A B: exit status 0 if A >= B (numbers with decimals)
 bench_at_least() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
 
+# pgbench starts the clock of -T before it opens its connections: main()
+# arms the alarm, then each thread connects its clients one after the other,
+# and the transactions begin once all are connected (so in 15 and in 18).
+# When the alarm rings first, no client runs a transaction: pgbench reports
+# 0 transactions and prints no "tps =" line.  128 connections to a server
+# confined to one slow virtual CPU can take well over a second (and over
+# five on a busy one), so a smoke run must not be bounded by seconds.
+#
+# bench_run_length CLIENTS SECONDS: the pgbench options that bound a run of
+# CLIENTS clients: "-T SECONDS"; in a smoke run "-t N" instead, N
+# transactions per client (BENCH_QUICK_XACTS, 128, in all, at least one
+# each), which pgbench counts only once every connection is made: a slow
+# machine takes longer, but never ends a run empty.  (A smoke run's figures
+# mean nothing; 128 transactions are enough for a p99 and few enough for a
+# machine that runs 50 a second.)
+BENCH_QUICK_XACTS=${BENCH_QUICK_XACTS:-128}
+bench_run_length() {
+    if bench_quick; then
+        echo "-t $(((BENCH_QUICK_XACTS + $1 - 1) / $1))"
+    else
+        echo "-T $2"
+    fi
+}
+
 # bench_pgbench ARGS...: one pgbench run against the cluster, as the postgres
 # OS user, with a per-transaction latency log.  Prints
 #   TPS P99_MS FAILED
@@ -53,15 +78,33 @@ bench_at_least() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
 # failure or deadlock).  The percentile comes from the latency log, never
 # from -r: pgbench's per-statement mode under-counts latencies.  Extra
 # connection options (-h/-p/-U) may be given to go through a pooler; the
-# default is the cluster's socket directory.
+# default is the cluster's socket directory.  "-T SECONDS" (a separate
+# argument, after -c) becomes what bench_run_length says.  A run without a
+# "tps =" line fails the scenario, saying why.
 bench_pgbench() {
-    local logdir out
+    local logdir out clients=1 arg prev=
+    local -a args=()
+    for arg in "$@"; do
+        case $prev in
+            -c) clients=$arg ;;
+            -T) unset 'args[-1]'
+                # shellcheck disable=SC2207  # "-T 10" or "-t 3": two words
+                args+=($(bench_run_length "$clients" "$arg"))
+                prev= ; continue ;;
+        esac
+        args+=("$arg")
+        prev=$arg
+    done
     logdir=$(runuser -u postgres -- mktemp -d -p "$BENCH_DIR" pgbench.XXXXXX)
     out=$(cd "$logdir" && "${BENCH_CLIENT_CPU[@]}" runuser -u postgres -- "$BH_BINDIR/pgbench" -n \
-        -h "$BENCH_DIR" -p "$BENCH_PORT" -l --log-prefix="$logdir/lat" "$@" postgres 2>&1) || true
+        -h "$BENCH_DIR" -p "$BENCH_PORT" -l --log-prefix="$logdir/lat" "${args[@]}" postgres 2>&1) || true
     if ! grep -q '^tps = ' <<<"$out"; then
         printf '%s\n' "$out" | tail -n 5 >&2
-        bh_die "pgbench failed: pgbench $*"
+        rm -rf "$logdir"
+        if grep -q '^number of transactions actually processed: 0$' <<<"$out"; then
+            bh_die "pgbench ran no transaction (no \"tps =\" line): its -T clock runs while it connects its $clients clients, and connecting took all of it: pgbench ${args[*]}"
+        fi
+        bh_die "pgbench failed (no \"tps =\" line): pgbench ${args[*]}"
     fi
     local tps failed aborted p99
     tps=$(awk '/^tps = / { printf "%.0f", $3 }' <<<"$out")

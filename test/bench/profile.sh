@@ -59,17 +59,40 @@ perf_row() {
 }
 
 # profile LABEL PGBENCH_ARGS...: one row for a pgbench run of SECS + 3
-# seconds; perf samples SECS of them, from the 2nd on (connections made),
-# and pgbench's per-transaction log tells how many ended meanwhile.
+# seconds; perf samples SECS of them, from half a second after the last of
+# its connections is made, and pgbench's per-transaction log tells how many
+# ended meanwhile.  pgbench's -T clock runs while it connects (see
+# bench_run_length in measure.sh): if connecting leaves too little of the run
+# for the samples (a slow machine), the run is made again, longer by twice
+# the time connecting took.
 profile() {
     local label=$1 data="$BENCH_DIR/perf.data" logs="$BENCH_DIR/profile-log" pgb t0 t1 tx
+    local clients=1 prev arg secs=$((SECS + 3)) start conn i
     shift
-    bench_tpcb_reset
-    rm -rf "$logs" && mkdir "$logs" && chown postgres "$logs"
-    (cd "$logs" && runuser -u postgres -- "$BH_BINDIR/pgbench" -n -h "$BENCH_DIR" -p "$BENCH_PORT" \
-        -j 2 -T "$((SECS + 3))" -l --log-prefix="$logs/lat" "$@" postgres >"$logs/out" 2>&1) &
-    pgb=$!
-    sleep 2
+    for arg in "$@"; do [ "${prev:-}" = -c ] && clients=$arg; prev=$arg; done
+    while :; do
+        bench_tpcb_reset
+        rm -rf "$logs" && mkdir "$logs" && chown postgres "$logs"
+        start=$EPOCHREALTIME
+        (cd "$logs" && runuser -u postgres -- "$BH_BINDIR/pgbench" -n -h "$BENCH_DIR" -p "$BENCH_PORT" \
+            -j 2 -T "$secs" -l --log-prefix="$logs/lat" "$@" postgres >"$logs/out" 2>&1) &
+        pgb=$!
+        for i in $(seq 1200); do
+            [ "$(bench_psql -tAc "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgbench'")" -ge "$clients" ] && break
+            kill -0 "$pgb" 2>/dev/null || break
+            sleep 0.1
+        done
+        conn=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
+        # the samples need 0.5 s, SECS, and about 1 s for perf to start and stop
+        if awk -v c="$conn" -v s="$SECS" -v t="$secs" 'BEGIN { exit !(c + 0.5 + s + 1 <= t) }'; then
+            break
+        fi
+        wait "$pgb" || true
+        [ "$i" -lt 1200 ] || bh_die "pgbench did not connect its $clients clients in 120 s: $*"
+        secs=$(awk -v c="$conn" -v t="$secs" 'BEGIN { printf "%d", t + 2 * c + 1 }')
+        bench_progress "connecting $clients clients took $conn s of the run: again, with -T $secs"
+    done
+    sleep 0.5
     t0=$EPOCHREALTIME
     perf record -q -a -e cpu-clock -F "$HZ" -o "$data" -- sleep "$SECS" >/dev/null 2>&1
     t1=$EPOCHREALTIME

@@ -49,15 +49,18 @@ done
 evals() { bench_psql -tAc "SELECT bulkhead_rule_evaluations()"; }
 run() {
     local role=by_$1 out e0 e1 tps failed xacts
+    local -a length
+    read -r -a length <<<"$(bench_run_length "$CLIENTS" "$SECS")"
     e0=$(evals)
     out=$(runuser -u postgres -- env PGAPPNAME="bench-$1" "${BENCH_CLIENT_CPU[@]}" \
-        "$BH_BINDIR/pgbench" -n -S -M prepared -c "$CLIENTS" -j 2 -T "$SECS" -U "$role" \
+        "$BH_BINDIR/pgbench" -n -S -M prepared -c "$CLIENTS" -j 2 "${length[@]}" -U "$role" \
         -h "$BENCH_DIR" -p "$BENCH_PORT" postgres 2>&1) || true
     e1=$(evals)
     grep -q '^tps = ' <<<"$out" || { tail -n 5 <<<"$out" >&2; bh_die "pgbench failed as $role"; }
     tps=$(awk '/^tps = / { printf "%.0f", $3 }' <<<"$out")
     failed=$(awk '/^number of failed transactions: / { print $5 }' <<<"$out")
-    xacts=$(awk '/^number of transactions actually processed: / { print $6 }' <<<"$out")
+    # "N" under -T, "N/M" under -t
+    xacts=$(awk '/^number of transactions actually processed: / { split($6, n, "/"); print n[1] }' <<<"$out")
     # the psql calls of evals() evaluate nothing: the superuser is exempt
     echo "$((e1 - e0)) $xacts" >>"$BENCH_DIR/$1.counts"
     echo "$tps - ${failed:-0}"

@@ -77,13 +77,15 @@ for f in "$REAL_BINDIR"/*; do
     ln -s "$f" "$WRAP/$(basename -- "$f")"
 done
 rm -f "$WRAP/postgres"
+# (the suppressions are read from the copy: the servers run as postgres,
+# who may not be able to enter the tree this script lies in)
 cat >"$WRAP/postgres" <<EOF
 #!/bin/sh
 # postgres under valgrind; one log per process (children are followed)
 exec "$VALGRIND" --quiet --tool=memcheck --trace-children=yes \\
     --track-origins=yes --num-callers=40 --error-limit=no \\
     --leak-check=no --fullpath-after= --read-var-info=no ${VALGRIND_EXTRA:-} \\
-    --suppressions="$SCRIPT_DIR/bulkhead.supp" \\
+    --suppressions="$BUILD/test/valgrind/bulkhead.supp" \\
     --log-file="$VGLOG/%p.log" \\
     "$REAL_BINDIR/postgres" "\$@"
 EOF
