@@ -167,7 +167,8 @@ typedef struct BulkheadSlot
 	 * of this workload may rely on while the holders stay the same.
 	 */
 	uint64		dl_holders;		/* the holders stamp it saw */
-	TimestampTz dl_proved_at;	/* when it began; 0: none yet */
+	uint64		dl_holder_states;	/* what the holders waited for; 0: unsure */
+	TimestampTz dl_proved_at;	/* when it began; 0: none, or withdrawn */
 	int64		dl_interval_us; /* how long it may be relied on */
 } BulkheadSlot;
 

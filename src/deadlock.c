@@ -53,10 +53,11 @@
  * which W's wait can never end and every holder waits, through others, for
  * W.  Every backend on those paths is stuck (induction on how Prog is built:
  * none of them can be the first to enter it), so the rule holds and W's
- * next check reports it, within deadlock_timeout.  FIFO matters only while
- * some holder can still move: its release serves the head waiter, which may
- * not be W; then W is not deadlocked yet, and the check that runs after the
- * last such holder has become stuck finds it.  Waiters ahead of W need no
+ * next search reports it ("When the search runs" below says how soon that
+ * is).  FIFO matters only while some holder can still move: its release
+ * serves the head waiter, which may not be W; then W is not deadlocked
+ * yet, and the search that runs after the last such holder has become
+ * stuck finds it.  Waiters ahead of W need no
  * edge: they cannot take a permit from holders that never release.
  * What the rule leaves out, on purpose: a holder stuck in a cycle that does
  * not pass through W (say a lock-only cycle, broken by PostgreSQL's own
@@ -103,9 +104,10 @@
  *      free; only then does it unlink W's entry.
  * Exactly one member of a cycle fails: checks run one at a time (the
  * deadlock_checker token in shared memory, taken by compare-and-swap; a
- * backend that finds it taken checks again a little later), and the victim
- * ends its wait before it gives the token up, so the next checker sees it
- * as a backend that can move (it is about to raise its error).
+ * backend that finds it taken tests again after 100 ms, or deadlock_timeout
+ * if shorter), and the victim ends its wait before it gives the token up,
+ * so the next checker sees it as a backend that can move (it is about to
+ * raise its error).
  *
  * When the search runs
  * --------------------
@@ -131,24 +133,32 @@
  *      deadlock_timeout and doubles after each search that finds nothing
  *      without a change having been seen, up to 30 x deadlock_timeout but
  *      at most 10 s (at least deadlock_timeout).
- *   C. The workload's slot holds a proof, with the same holders, less than
- *      deadlock_timeout old: a search (of any waiter of the workload) whose
- *      root was in Prog shows that some holder could move, so that no
- *      waiter of the workload was deadlocked when it began; the search
- *      writes that into the slot (dl_holders, dl_proved_at).  When B's
- *      graph is unchanged, that proof also counts, like B's own, for the
- *      workload's back-off interval (dl_interval_us, doubled by each such
- *      search while the holders stay the same).  So hundreds of waiters of
- *      one workload share a search rather than run one each.
+ *   C. The workload's slot holds a proof, less than the workload's back-off
+ *      interval old, made with the same holders in the same states (what
+ *      each waits for, as in B): a search (of any waiter of the workload)
+ *      whose root was in Prog shows that some holder could move, so that no
+ *      waiter of the workload was deadlocked when it began.  The search
+ *      writes that into the slot (dl_holders, dl_holder_states,
+ *      dl_proved_at; dl_interval_us doubles, as B's, with each such search
+ *      while the holders stay the same); a search whose root is stuck
+ *      withdraws it, so that the other waiters search for themselves.  So
+ *      hundreds of waiters of one workload share a search rather than run
+ *      one each.  B's back-off also ends at the slot's interval when that
+ *      proof is more recent than the waiter's own.
  * Completeness stays: a deadlock, once formed at time D, lasts, so from D
  * on no test A passes, no search proves anything, and no proof is dated
- * after D.  Every state change that closes it (a backend of the last graph
- * that starts to wait, a wait that ends and begins again, holders that
- * change) fails B at the next test; C and the back-off of B hold for at
- * most deadlock_timeout and the cap after the last proof.  So a deadlock
- * is searched for, and found, within about deadlock_timeout of being
- * closed, and in the blocker-growth case above within the cap (plus
- * deadlock_timeout, and the waits for the checker token).
+ * after D; B and C hold for at most the back-off cap after the last proof.
+ * A state change that closes it at a holder of the waiter's workload (a
+ * holder that starts to wait, holders that change) fails A and C at the
+ * next test of every waiter, and one in a backend of a waiter's last graph
+ * fails that waiter's B: its search then finds the deadlock, or finds its
+ * own root stuck and withdraws the workload's proof.  So a deadlock is
+ * found within about deadlock_timeout of being closed (plus the waits for
+ * the checker token) when the change that closes it is at a holder, or in
+ * the last graph of a waiter of the workload that still waits, as in the
+ * usual cycles (a holder or a waiter that starts to wait for the other);
+ * otherwise, as when a lock waiter's blockers grow (B), within the cap plus
+ * deadlock_timeout.
  *
  * Cost: nothing on the fast path.  The test reads each holder's PGPROC and
  * permit entries, and the PGPROCs of the last graph, without locks but for
@@ -178,8 +188,14 @@
 
 PG_FUNCTION_INFO_V1(bulkhead_blocking_pids);
 
-/* A checker that finds the token taken tries again after this long */
-#define BUSY_RETRY_MS	10
+/*
+ * A checker that finds the token taken tests again after this long (or
+ * deadlock_timeout if shorter).  Not much sooner: the search under way often
+ * answers for it too (test C), and hundreds of waiters polling the token
+ * every few milliseconds while a search runs would cost more than the
+ * search.
+ */
+#define BUSY_RETRY_MS	100
 
 /* The back-off of test B: 30 x deadlock_timeout, at most 10 s */
 #define BACKOFF_FACTOR	30
@@ -237,6 +253,7 @@ typedef struct PermitWait
 	uint64		holders_stamp;
 	/* the slot's dl_ fields: the workload's last proof */
 	uint64		dl_holders;
+	uint64		dl_holder_states;
 	TimestampTz dl_proved_at;
 	int64		dl_interval_us;
 	char		workload[NAMEDATALEN];
@@ -339,6 +356,7 @@ read_permit_wait(int procno, int pid, int *pids, int *procnos,
 								  mix64((uint64) e->queued_at));
 			wait->stamp = wait->wait_id + wait->holders_stamp;
 			wait->dl_holders = slot->dl_holders;
+			wait->dl_holder_states = slot->dl_holder_states;
 			wait->dl_proved_at = slot->dl_proved_at;
 			wait->dl_interval_us = slot->dl_interval_us;
 			strlcpy(wait->workload, slot->name, NAMEDATALEN);
@@ -713,23 +731,64 @@ next_interval(int64 interval_us)
  * other waiters.  The workload's interval doubles while its holders stay.
  */
 static void
-publish_proof(int slotno, uint64 holders, TimestampTz start)
+publish_proof(int slotno, uint64 holders, uint64 states, TimestampTz start)
 {
 	BulkheadSlot *slot = &bulkhead_shared->slots[slotno];
 
 	LWLockAcquire(slot->lock, LW_EXCLUSIVE);
-	if (slot->dl_proved_at == 0 || slot->dl_holders != holders)
+	if (slot->dl_holders != holders || slot->dl_interval_us == 0)
 	{
 		slot->dl_holders = holders;
+		slot->dl_holder_states = states;
 		slot->dl_interval_us = (int64) DeadlockTimeout * 1000;
 		slot->dl_proved_at = start;
 	}
 	else if (start > slot->dl_proved_at)
 	{
+		slot->dl_holder_states = states;
 		slot->dl_interval_us = next_interval(slot->dl_interval_us);
 		slot->dl_proved_at = start;
 	}
 	LWLockRelease(slot->lock);
+}
+
+/*
+ * The search found this wait stuck (its root not in Prog): no holder of the
+ * workload could be shown to move.  Withdraw the workload's proof for these
+ * holders, so that the other waiters search for themselves (a waiter of the
+ * workload may be deadlocked now).
+ */
+static void
+withdraw_proof(int slotno, uint64 holders)
+{
+	BulkheadSlot *slot = &bulkhead_shared->slots[slotno];
+
+	LWLockAcquire(slot->lock, LW_EXCLUSIVE);
+	if (slot->dl_holders == holders)
+		slot->dl_proved_at = 0;
+	LWLockRelease(slot->lock);
+}
+
+/*
+ * What the root's holders wait for, as test C compares it: a sum over them
+ * of their states (state_of); 0 if one of them was read in passing.
+ */
+static uint64
+holder_states(WaitGraph *g)
+{
+	WaitNode   *root = &g->nodes[0];
+	uint64		sum = 0;
+	int			e;
+
+	for (e = root->first_edge; e < root->first_edge + root->nedges; e++)
+	{
+		WaitNode   *h = &g->nodes[g->edges[e]];
+
+		if (h->unsure)
+			return 0;
+		sum += mix64(h->state ^ (uint64) h->procno);
+	}
+	return sum;
 }
 
 /* Remember graph g, whose search found nothing, for test B */
@@ -770,9 +829,14 @@ find_deadlock(TimestampTz start)
 		memo.proved_at = start;
 		memo.backoff_us = memo.forced ? next_interval(memo.backoff_us) :
 			(int64) DeadlockTimeout * 1000;
-		if (first->nnodes > 0 && first->nodes[0].progress &&
-			first->root_slot >= 0)
-			publish_proof(first->root_slot, first->root_holders, start);
+		if (first->nnodes > 0 && first->root_slot >= 0)
+		{
+			if (first->nodes[0].progress)
+				publish_proof(first->root_slot, first->root_holders,
+							  holder_states(first), start);
+			else
+				withdraw_proof(first->root_slot, first->root_holders);
+		}
 		return NULL;
 	}
 	second = build_graph();
@@ -844,32 +908,26 @@ bulkhead_deadlock_exit(void)
 
 /*
  * Test A: can some holder of the wait just read move (it waits neither for
- * a permit nor for a lock, or it is gone)?
+ * a permit nor for a lock, or it is gone)?  If not, *states is what they
+ * wait for, as holder_states() sums it, for test C.
  */
 static bool
-some_holder_free(PermitWait *root)
+some_holder_free(PermitWait *root, uint64 *states)
 {
 	int			i;
 
+	*states = 0;
 	for (i = 0; i < root->nholders; i++)
 	{
 		int			procno = memo.procnos[i];
 		int			pid = memo.pids[i];
-		volatile PGPROC *proc = GetPGProcByNumber(procno);
-		BulkheadEntry *entries = bulkhead_backend_entries(procno);
-		bool		waiting = false;
-		int			j;
+		uint64		state;
 
-		if (proc->pid != pid)
-			return true;		/* gone: the reaper frees its permit */
-		for (j = 0; j < bulkhead_shared->permits_per_backend && !waiting; j++)
-		{
-			volatile BulkheadEntry *e = &entries[j];
-
-			waiting = e->state == BULKHEAD_ENTRY_WAITING && e->pid == pid;
-		}
-		if (!waiting && lock_wait_start(GetPGProcByNumber(procno)) == 0)
+		state = state_of(procno, pid, memo.scratch_pids, memo.scratch_procnos);
+		/* waits for nothing (0), or gone (1): the reaper frees its permit */
+		if (state <= 1)
 			return true;
+		*states += mix64(state ^ (uint64) procno);
 	}
 	return false;
 }
@@ -908,9 +966,12 @@ may_skip_search(PermitWait *root, TimestampTz now)
 	bool		same_holders = root->dl_proved_at != 0 &&
 		root->dl_holders == root->holders_stamp;
 	bool		unchanged;
+	bool		seen_change;
+	uint64		states;
 
 	memo.forced = false;
 	unchanged = graph_unchanged(root);
+	seen_change = memo.valid && !unchanged;
 	if (!unchanged)
 		memo.valid = false;		/* B stays off until the next search */
 
@@ -921,15 +982,19 @@ may_skip_search(PermitWait *root, TimestampTz now)
 		return true;
 
 	/* A: a holder that can move is proof enough, whatever B says */
-	if (some_holder_free(root))
+	if (some_holder_free(root, &states))
 	{
 		memo.proved_at = now;
 		return true;
 	}
 
-	/* C */
-	if (same_holders &&
-		now < root->dl_proved_at + (int64) DeadlockTimeout * 1000)
+	/*
+	 * C; not when this waiter has just seen its graph change: then it is the
+	 * one that must search (the proof does not cover what it saw)
+	 */
+	if (!seen_change &&
+		same_holders && states != 0 && states == root->dl_holder_states &&
+		now < root->dl_proved_at + root->dl_interval_us)
 		return true;
 
 	memo.forced = unchanged;
@@ -974,7 +1039,7 @@ bulkhead_deadlock_check(TimestampTz now)
 		return TimestampTzPlusMilliseconds(now, DeadlockTimeout);
 
 	if (!take_token())
-		return TimestampTzPlusMilliseconds(now, BUSY_RETRY_MS);
+		return TimestampTzPlusMilliseconds(now, Min(BUSY_RETRY_MS, DeadlockTimeout));
 	checked_backends = 0;
 	lock_queries = 0;
 

@@ -8,7 +8,8 @@
 # starts to wait for a row lock of the waiter, long after the waiter began:
 # that closes a cycle, which must still be found within about
 # deadlock_timeout (from the change seen, not from the back-off).  Last,
-# many waiters of one workload share the searches.
+# many waiters of one workload share the searches, and a cycle that then
+# closes through one of them is found as soon.
 use strict;
 use warnings;
 use FindBin;
@@ -123,7 +124,8 @@ late_cycle(400, 7, 9);
 	for my $i (1 .. $nw)
 	{
 		my ($s, $pid) = dl_session();
-		sql($s, 'SET log_min_messages = debug1;');
+		my $row = 10 + $i;
+		sql($s, "SET log_min_messages = debug1; BEGIN; UPDATE t SET v = v + 1 WHERE id = $row;");
 		send_async($s, "SELECT bulkhead_acquire_xact('w');");
 		push @waiters, [ $s, $pid ];
 	}
@@ -136,13 +138,28 @@ late_cycle(400, 7, 9);
 	$total += searches($_->[1], $offset) foreach @waiters;
 	# before: one search per waiter every 100 ms (about 1000); each waiter
 	# alone with its back-off would search about 6 times (120)
-	cmp_ok($total, '<=', 60, "$nw waiters: $total searches in about $secs s, shared");
+	cmp_ok($total, '<=', 30, "$nw waiters: $total searches in about $secs s, shared");
 	is($node->safe_psql('postgres', "SELECT sum(deadlocks) FROM bulkhead_stats"),
 		'2', 'no deadlock reported among them');
+
+	# x, outside the queue, now waits for the row of the last waiter: a
+	# cycle through that waiter, which relied on the others' searches; the
+	# waiters that searched see x's change, find their own wait stuck and
+	# withdraw the workload's proof, and the last waiter searches
+	my ($wl, $pl) = @{ $waiters[-1] };
+	my $t0 = time();
+	send_async($x, 'UPDATE t SET v = v + 1 WHERE id = ' . (10 + $nw) . ';');
+	my ($out, $err) = finish_async($wl);
+	my $dt = time() - $t0;
+	like($err, qr/ERROR:  40P01: deadlock detected/,
+		'a cycle through one of many waiters is found');
+	cmp_ok($dt, '<', 1.5, sprintf('found %.3f s after it closed', $dt));
+	sql($wl, 'ROLLBACK');
+	finish_async($x);
 	sql($x, 'ROLLBACK');
 	finish_async($h);
 	sql($h, 'ROLLBACK');
-	for my $ws (@waiters)
+	for my $ws (@waiters[0 .. $nw - 2])
 	{
 		my ($out, $err) = finish_async($ws->[0]);
 		is($err, '', "waiter $ws->[1] gets its permit in turn");
@@ -154,7 +171,7 @@ late_cycle(400, 7, 9);
 
 is($node->safe_psql('postgres',
 		q{SELECT running || '/' || queued || ' dl ' || deadlocks FROM bulkhead_stats WHERE workload = 'w'}),
-	'0/0 dl 2', 'nothing running or queued, two deadlocks counted');
+	'0/0 dl 3', 'nothing running or queued, three deadlocks counted');
 
 $node->stop;
 done_testing();
