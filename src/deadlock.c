@@ -281,6 +281,7 @@ typedef struct CheckMemo
 	TimestampTz proved_at;		/* last proof that this wait could end */
 	int64		backoff_us;		/* B holds until proved_at + backoff_us */
 	bool		forced;			/* this search runs only for the back-off */
+	bool		must_search;	/* saw its graph change: C does not apply */
 	int		   *pids;			/* the holders of the wait just read */
 	int		   *procnos;
 	int		   *scratch_pids;	/* for state_of */
@@ -822,6 +823,7 @@ find_deadlock(TimestampTz start)
 	WaitGraph  *second;
 
 	memo.valid = false;
+	memo.must_search = false;
 	first = build_graph();
 	if (!is_deadlocked(first))
 	{
@@ -966,12 +968,12 @@ may_skip_search(PermitWait *root, TimestampTz now)
 	bool		same_holders = root->dl_proved_at != 0 &&
 		root->dl_holders == root->holders_stamp;
 	bool		unchanged;
-	bool		seen_change;
 	uint64		states;
 
 	memo.forced = false;
 	unchanged = graph_unchanged(root);
-	seen_change = memo.valid && !unchanged;
+	if (memo.valid && !unchanged)
+		memo.must_search = true;	/* until a search has run */
 	if (!unchanged)
 		memo.valid = false;		/* B stays off until the next search */
 
@@ -989,10 +991,11 @@ may_skip_search(PermitWait *root, TimestampTz now)
 	}
 
 	/*
-	 * C; not when this waiter has just seen its graph change: then it is the
-	 * one that must search (the proof does not cover what it saw)
+	 * C; not when this waiter has seen its graph change since its last
+	 * search: then it is the one that must search (the proof may not cover
+	 * what it saw)
 	 */
-	if (!seen_change &&
+	if (!memo.must_search &&
 		same_holders && states != 0 && states == root->dl_holder_states &&
 		now < root->dl_proved_at + root->dl_interval_us)
 		return true;
@@ -1032,6 +1035,7 @@ bulkhead_deadlock_check(TimestampTz now)
 	{
 		memo.wait_id = root.wait_id;
 		memo.valid = false;
+		memo.must_search = false;
 		memo.proved_at = 0;
 		memo.backoff_us = (int64) DeadlockTimeout * 1000;
 	}
