@@ -161,6 +161,16 @@ typedef struct BulkheadSlot
 	BulkheadEntryList holders;	/* GRANTED entries */
 	BulkheadEntryList waiters;	/* WAITING entries, FIFO */
 	BulkheadStats stats;
+
+	/*
+	 * Protected by lock, written by deadlock.c only: the last deadlock check
+	 * of a waiter here that found its wait able to end, which every waiter
+	 * of this workload may rely on while the holders stay the same.
+	 */
+	uint64		dl_holders;		/* the holders stamp it saw */
+	uint64		dl_holder_states;	/* what the holders waited for; 0: unsure */
+	TimestampTz dl_proved_at;	/* when it began; 0: none, or withdrawn */
+	int64		dl_interval_us; /* how long it may be relied on */
 } BulkheadSlot;
 
 /*

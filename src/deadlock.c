@@ -6,9 +6,11 @@
  *
  * PostgreSQL's deadlock detector sees heavyweight-lock waits only; a wait
  * for a permit is a latch wait, invisible to it.  So a permit waiter checks
- * for itself, after deadlock_timeout of waiting and every deadlock_timeout
- * after (a permit wait, unlike a lock wait, can become deadlocked long after
+ * for itself, after deadlock_timeout of waiting and then for as long as it
+ * waits (a permit wait, unlike a lock wait, can become deadlocked long after
  * it began: when the last holder that could still release starts to wait).
+ * The search itself ("the full check") runs only when what it would read
+ * may have changed; see "When the search runs" below.
  * This file only reads shared state and decides; the wait it finds
  * deadlocked is ended by permit.c (bulkhead_end_wait_deadlocked), the only
  * writer of slot state.
@@ -51,10 +53,11 @@
  * which W's wait can never end and every holder waits, through others, for
  * W.  Every backend on those paths is stuck (induction on how Prog is built:
  * none of them can be the first to enter it), so the rule holds and W's
- * next check reports it, within deadlock_timeout.  FIFO matters only while
- * some holder can still move: its release serves the head waiter, which may
- * not be W; then W is not deadlocked yet, and the check that runs after the
- * last such holder has become stuck finds it.  Waiters ahead of W need no
+ * next search reports it ("When the search runs" below says how soon that
+ * is).  FIFO matters only while some holder can still move: its release
+ * serves the head waiter, which may not be W; then W is not deadlocked
+ * yet, and the search that runs after the last such holder has become
+ * stuck finds it.  Waiters ahead of W need no
  * edge: they cannot take a permit from holders that never release.
  * What the rule leaves out, on purpose: a holder stuck in a cycle that does
  * not pass through W (say a lock-only cycle, broken by PostgreSQL's own
@@ -101,15 +104,69 @@
  *      free; only then does it unlink W's entry.
  * Exactly one member of a cycle fails: checks run one at a time (the
  * deadlock_checker token in shared memory, taken by compare-and-swap; a
- * backend that finds it taken checks again a little later), and the victim
- * ends its wait before it gives the token up, so the next checker sees it
- * as a backend that can move (it is about to raise its error).
+ * backend that finds it taken tests again after 100 ms, or deadlock_timeout
+ * if shorter), and the victim ends its wait before it gives the token up,
+ * so the next checker sees it as a backend that can move (it is about to
+ * raise its error).
  *
- * Cost: nothing on the fast path.  A check reads the holders of each
- * permit waited for (slot locks shared, one at a time) and calls
- * pg_blocking_pids (all lock-partition locks) for each backend that seems
- * to wait for a lock; no bulkhead LWLock is held meanwhile.  The search
- * visits each backend once (at most one node per PGPROC).
+ * When the search runs
+ * --------------------
+ * A search calls pg_blocking_pids, which takes every lock-partition lock,
+ * for each backend of the graph that waits for a lock: with hundreds of
+ * waiters whose holders wait for locks, searching every deadlock_timeout in
+ * every waiter would sweep the lock table thousands of times a second.  So
+ * every deadlock_timeout a waiter first makes a cheap test (no
+ * pg_blocking_pids, no token), and searches only when the test fails:
+ *   A. Some holder of its workload can move: it waits neither for a permit
+ *      nor for a lock (PGPROC->waitLock unset), or it is gone.  Then no
+ *      waiter of the workload is deadlocked at that moment.
+ *   B. Its last search found nothing, and every backend of that search's
+ *      graph is still in the same state: the same permit wait with the same
+ *      holders (the stamp), the same lock wait (PGPROC->waitStart, with
+ *      waitLock set), or still waiting for nothing.  Then the graph, and so
+ *      the answer, is the same, but for one thing these states do not show:
+ *      a lock waiter whose blockers grow while it keeps waiting (a requester
+ *      that already holds a conflicting lock is queued ahead of it, or
+ *      PostgreSQL's detector reorders the queue; blockers that leave can
+ *      only shrink the stuck set).  For that, B holds only for a back-off
+ *      interval after the last proof that the wait could end: it starts at
+ *      deadlock_timeout and doubles after each search that finds nothing
+ *      without a change having been seen, up to 30 x deadlock_timeout but
+ *      at most 10 s (at least deadlock_timeout).
+ *   C. The workload's slot holds a proof, less than the workload's back-off
+ *      interval old, made with the same holders in the same states (what
+ *      each waits for, as in B): a search (of any waiter of the workload)
+ *      whose root was in Prog shows that some holder could move, so that no
+ *      waiter of the workload was deadlocked when it began.  The search
+ *      writes that into the slot (dl_holders, dl_holder_states,
+ *      dl_proved_at; dl_interval_us doubles, as B's, with each such search
+ *      while the holders stay the same); a search whose root is stuck
+ *      withdraws it, so that the other waiters search for themselves.  So
+ *      hundreds of waiters of one workload share a search rather than run
+ *      one each.  B's back-off also ends at the slot's interval when that
+ *      proof is more recent than the waiter's own.
+ * Completeness stays: a deadlock, once formed at time D, lasts, so from D
+ * on no test A passes, no search proves anything, and no proof is dated
+ * after D; B and C hold for at most the back-off cap after the last proof.
+ * A state change that closes it at a holder of the waiter's workload (a
+ * holder that starts to wait, holders that change) fails A and C at the
+ * next test of every waiter, and one in a backend of a waiter's last graph
+ * fails that waiter's B: its search then finds the deadlock, or finds its
+ * own root stuck and withdraws the workload's proof.  So a deadlock is
+ * found within about deadlock_timeout of being closed (plus the waits for
+ * the checker token) when the change that closes it is at a holder, or in
+ * the last graph of a waiter of the workload that still waits, as in the
+ * usual cycles (a holder or a waiter that starts to wait for the other);
+ * otherwise, as when a lock waiter's blockers grow (B), within the cap plus
+ * deadlock_timeout.
+ *
+ * Cost: nothing on the fast path.  The test reads each holder's PGPROC and
+ * permit entries, and the PGPROCs of the last graph, without locks but for
+ * the slot lock (shared) of each permit wait in it.  A search reads the
+ * holders of each permit waited for (slot locks shared, one at a time) and
+ * calls pg_blocking_pids (all lock-partition locks) for each backend that
+ * waits for a lock; no bulkhead LWLock is held meanwhile.  The search visits
+ * each backend once (at most one node per PGPROC).
  *
  *-------------------------------------------------------------------------
  */
@@ -131,8 +188,18 @@
 
 PG_FUNCTION_INFO_V1(bulkhead_blocking_pids);
 
-/* A checker that finds the token taken tries again after this long */
-#define BUSY_RETRY_MS	10
+/*
+ * A checker that finds the token taken tests again after this long (or
+ * deadlock_timeout if shorter).  Not much sooner: the search under way often
+ * answers for it too (test C), and hundreds of waiters polling the token
+ * every few milliseconds while a search runs would cost more than the
+ * search.
+ */
+#define BUSY_RETRY_MS	100
+
+/* The back-off of test B: 30 x deadlock_timeout, at most 10 s */
+#define BACKOFF_FACTOR	30
+#define BACKOFF_MAX_MS	10000
 
 /* What the last check did (both passes), for its DEBUG1 line */
 static int	checked_backends;
@@ -154,6 +221,8 @@ typedef struct WaitNode
 	bool		progress;		/* in Prog (see the header) */
 	int			dist;			/* edges to the root through stuck nodes, or -1 */
 	uint64		stamp;			/* identifies the wait and its edges */
+	uint64		state;			/* its state as test B reads it (state_of) */
+	bool		unsure;			/* read in passing: B cannot vouch for it */
 	int			first_edge;		/* in WaitGraph.edges */
 	int			nedges;
 	char		workload[NAMEDATALEN];	/* NODE_PERMIT */
@@ -169,17 +238,57 @@ typedef struct WaitGraph
 	int			max_edges;
 	int		   *edges;			/* target nodes */
 	int		   *pids;			/* scratch: one permit wait's holders */
+	int		   *procnos;		/* scratch: and their PGPROC numbers */
 	uint64		root_holders;	/* holders stamp of the root's workload */
+	int			root_slot;		/* the root's workload */
 } WaitGraph;
 
 /* The permit wait of one backend, as read under its slot lock */
 typedef struct PermitWait
 {
+	int			slotno;
 	int			nholders;
-	uint64		stamp;			/* the entry, its arrival and the holders */
+	uint64		wait_id;		/* the entry and its arrival */
+	uint64		stamp;			/* the same, and the holders */
 	uint64		holders_stamp;
+	/* the slot's dl_ fields: the workload's last proof */
+	uint64		dl_holders;
+	uint64		dl_holder_states;
+	TimestampTz dl_proved_at;
+	int64		dl_interval_us;
 	char		workload[NAMEDATALEN];
 } PermitWait;
+
+/* A backend of the last search's graph, for test B */
+typedef struct MemoNode
+{
+	int			procno;
+	int			pid;
+	uint64		state;
+} MemoNode;
+
+/*
+ * What this backend remembers of its current permit wait between checks
+ * (backend-local; test A, B and C in the header).
+ */
+typedef struct CheckMemo
+{
+	uint64		wait_id;		/* the wait it is about; 0 before the first */
+	bool		valid;			/* nodes: the last search's graph, unchanged
+								 * since (as far as the checks saw) */
+	int			nnodes;
+	MemoNode   *nodes;			/* one per PGPROC at most */
+	TimestampTz proved_at;		/* last proof that this wait could end */
+	int64		backoff_us;		/* B holds until proved_at + backoff_us */
+	bool		forced;			/* this search runs only for the back-off */
+	bool		must_search;	/* saw its graph change: C does not apply */
+	int		   *pids;			/* the holders of the wait just read */
+	int		   *procnos;
+	int		   *scratch_pids;	/* for state_of */
+	int		   *scratch_procnos;
+} CheckMemo;
+
+static CheckMemo memo;
 
 /* A 64-bit mix (splitmix64's finaliser), so that stamps rarely collide */
 static uint64
@@ -208,11 +317,13 @@ bulkhead_holders_stamp(BulkheadSlot *slot)
 
 /*
  * Is backend pid (PGPROC number procno) queued for a permit?  If so, copy
- * the pids of its workload's holders into pids (room for one per PGPROC)
- * and describe the wait in *wait.  Takes the workload's slot lock shared.
+ * the pids of its workload's holders into pids and their PGPROC numbers
+ * into procnos (room for one per PGPROC each) and describe the wait in
+ * *wait.  Takes the workload's slot lock shared.
  */
 static bool
-read_permit_wait(int procno, int pid, int *pids, PermitWait *wait)
+read_permit_wait(int procno, int pid, int *pids, int *procnos,
+				 PermitWait *wait)
 {
 	BulkheadEntry *entries = bulkhead_backend_entries(procno);
 	int			i;
@@ -235,11 +346,20 @@ read_permit_wait(int procno, int pid, int *pids, PermitWait *wait)
 
 			wait->nholders = 0;
 			entry_list_foreach(holder, &slot->holders)
-				pids[wait->nholders++] = holder->pid;
+			{
+				pids[wait->nholders] = holder->pid;
+				procnos[wait->nholders++] =
+					entry_index(holder) / bulkhead_shared->permits_per_backend;
+			}
+			wait->slotno = slotno;
 			wait->holders_stamp = bulkhead_holders_stamp(slot);
-			wait->stamp = mix64(((uint64) entry_index(&entries[i]) << 1) ^
-								mix64((uint64) e->queued_at)) +
-				wait->holders_stamp;
+			wait->wait_id = mix64(((uint64) entry_index(&entries[i]) << 1) ^
+								  mix64((uint64) e->queued_at));
+			wait->stamp = wait->wait_id + wait->holders_stamp;
+			wait->dl_holders = slot->dl_holders;
+			wait->dl_holder_states = slot->dl_holder_states;
+			wait->dl_proved_at = slot->dl_proved_at;
+			wait->dl_interval_us = slot->dl_interval_us;
 			strlcpy(wait->workload, slot->name, NAMEDATALEN);
 			found = true;
 		}
@@ -252,16 +372,54 @@ read_permit_wait(int procno, int pid, int *pids, PermitWait *wait)
 
 /*
  * When proc's current lock wait began (0 if it waits for no lock, or has not
- * said yet).  PG 13 has no such field: 1 stands for "some wait".
+ * said yet).  waitStart is set after waitLock and cleared with it when the
+ * lock is granted, but left as it is when the wait fails (lock.c,
+ * RemoveFromWaitQueue): it counts only while waitLock is set.  PG 13 has no
+ * such field: 1 stands for "some wait".
  */
 static uint64
 lock_wait_start(PGPROC *proc)
 {
+	volatile PGPROC *vproc = proc;
+
+	if (vproc->waitLock == NULL)
+		return 0;
 #if PG_VERSION_NUM >= 140000
 	return pg_atomic_read_u64(&proc->waitStart);
 #else
-	return proc->waitLock != NULL ? 1 : 0;
+	return 1;
 #endif
+}
+
+/*
+ * The state of a lock wait that began at start, for test B: never 0 (that
+ * is "waits for nothing") and unlike a permit wait's stamp.
+ */
+static uint64
+lock_state(uint64 start)
+{
+	return mix64(start ^ UINT64CONST(0x6c6f636b77616974)) | 1;
+}
+
+/*
+ * What backend pid (PGPROC number procno) waits for, as test B compares it:
+ * its permit wait's stamp, lock_state() of its lock wait, 0 when it waits
+ * for neither, 1 when procno is no longer pid's.  pids and procnos are
+ * scratch (one per PGPROC).
+ */
+static uint64
+state_of(int procno, int pid, int *pids, int *procnos)
+{
+	volatile PGPROC *proc = GetPGProcByNumber(procno);
+	PermitWait	wait;
+	uint64		start;
+
+	if (proc->pid != pid)
+		return 1;
+	if (read_permit_wait(procno, pid, pids, procnos, &wait))
+		return wait.stamp;
+	start = lock_wait_start(GetPGProcByNumber(procno));
+	return start != 0 ? lock_state(start) : 0;
 }
 
 /* PGPROC number of a live backend, or -1 */
@@ -327,16 +485,21 @@ expand_node(WaitGraph *g, int n)
 	node->first_edge = g->nedges;
 	node->kind = NODE_FREE;
 	node->progress = true;
+	node->state = 0;
 	checked_backends++;
 
-	if (read_permit_wait(node->procno, pid, g->pids, &wait))
+	if (read_permit_wait(node->procno, pid, g->pids, g->procnos, &wait))
 	{
 		node->kind = NODE_PERMIT;
 		node->progress = wait.nholders == 0;
 		node->stamp = wait.stamp;
+		node->state = wait.stamp;
 		strlcpy(node->workload, wait.workload, NAMEDATALEN);
 		if (n == 0)
+		{
 			g->root_holders = wait.holders_stamp;
+			g->root_slot = wait.slotno;
+		}
 		for (i = 0; i < wait.nholders; i++)
 		{
 			int			t = node_of_pid(g, g->pids[i]);
@@ -352,22 +515,31 @@ expand_node(WaitGraph *g, int n)
 	if (n == 0)
 		return;					/* this backend was granted meanwhile */
 
-	/* only a backend that seems to wait for a lock is worth asking about */
-	if (proc->waitLock == NULL && proc->lockGroupLeader == NULL)
-		return;
+	/*
+	 * Only a backend that waits for a lock itself is worth asking about (a
+	 * lock group's leader that waits for its workers counts as free).
+	 */
 	start = lock_wait_start(proc);
+	if (start == 0)
+		return;
 	lock_queries++;
 	blockers = DatumGetArrayTypeP(DirectFunctionCall1(pg_blocking_pids,
 													  Int32GetDatum(pid)));
 	deconstruct_array(blockers, INT4OID, sizeof(int32), true, TYPALIGN_INT,
 					  &bpids, NULL, &nblockers);
-	/* a lock wait that just began or ended counts as free: see it next time */
-	if (nblockers == 0 || start == 0 ||
-		lock_wait_start(proc) != start || proc->pid != pid)
+	/*
+	 * A lock wait that just began or ended counts as free: see it next time
+	 * (and test B must not vouch for a state read in passing).
+	 */
+	if (nblockers == 0 || lock_wait_start(proc) != start || proc->pid != pid)
+	{
+		node->unsure = true;
 		return;
+	}
 
 	node->kind = NODE_LOCK;
 	node->progress = false;
+	node->state = lock_state(start);
 	node->stamp = mix64((uint64) start);
 	for (i = 0; i < nblockers; i++)
 	{
@@ -396,6 +568,8 @@ build_graph(void)
 	g->max_edges = 64;
 	g->edges = palloc(sizeof(int) * g->max_edges);
 	g->pids = palloc(sizeof(int) * nb);
+	g->procnos = palloc(sizeof(int) * nb);
+	g->root_slot = -1;
 
 	/* node 0: this backend; then breadth first, each backend once */
 	if (node_of_pid(g, MyProcPid) != 0)
@@ -541,19 +715,132 @@ cycle_of(WaitGraph *g)
 	return cycle;
 }
 
+/* The interval of test B that follows interval_us */
+static int64
+next_interval(int64 interval_us)
+{
+	int64		dt = (int64) DeadlockTimeout * 1000;
+	int64		cap = Max(dt, Min(dt * BACKOFF_FACTOR,
+								  (int64) BACKOFF_MAX_MS * 1000));
+
+	return Min(Max(interval_us * 2, dt), cap);
+}
+
+/*
+ * The search began at start and found this wait able to end (its root in
+ * Prog: some holder can move): write that into the slot, for test C of the
+ * other waiters.  The workload's interval doubles while its holders stay.
+ */
+static void
+publish_proof(int slotno, uint64 holders, uint64 states, TimestampTz start)
+{
+	BulkheadSlot *slot = &bulkhead_shared->slots[slotno];
+
+	LWLockAcquire(slot->lock, LW_EXCLUSIVE);
+	if (slot->dl_holders != holders || slot->dl_interval_us == 0)
+	{
+		slot->dl_holders = holders;
+		slot->dl_holder_states = states;
+		slot->dl_interval_us = (int64) DeadlockTimeout * 1000;
+		slot->dl_proved_at = start;
+	}
+	else if (start > slot->dl_proved_at)
+	{
+		slot->dl_holder_states = states;
+		slot->dl_interval_us = next_interval(slot->dl_interval_us);
+		slot->dl_proved_at = start;
+	}
+	LWLockRelease(slot->lock);
+}
+
+/*
+ * The search found this wait stuck (its root not in Prog): no holder of the
+ * workload could be shown to move.  Withdraw the workload's proof for these
+ * holders, so that the other waiters search for themselves (a waiter of the
+ * workload may be deadlocked now).
+ */
+static void
+withdraw_proof(int slotno, uint64 holders)
+{
+	BulkheadSlot *slot = &bulkhead_shared->slots[slotno];
+
+	LWLockAcquire(slot->lock, LW_EXCLUSIVE);
+	if (slot->dl_holders == holders)
+		slot->dl_proved_at = 0;
+	LWLockRelease(slot->lock);
+}
+
+/*
+ * What the root's holders wait for, as test C compares it: a sum over them
+ * of their states (state_of); 0 if one of them was read in passing.
+ */
+static uint64
+holder_states(WaitGraph *g)
+{
+	WaitNode   *root = &g->nodes[0];
+	uint64		sum = 0;
+	int			e;
+
+	for (e = root->first_edge; e < root->first_edge + root->nedges; e++)
+	{
+		WaitNode   *h = &g->nodes[g->edges[e]];
+
+		if (h->unsure)
+			return 0;
+		sum += mix64(h->state ^ (uint64) h->procno);
+	}
+	return sum;
+}
+
+/* Remember graph g, whose search found nothing, for test B */
+static void
+remember_graph(WaitGraph *g)
+{
+	int			n;
+
+	memo.valid = false;
+	for (n = 0; n < g->nnodes; n++)
+	{
+		if (g->nodes[n].unsure)
+			return;
+		memo.nodes[n].procno = g->nodes[n].procno;
+		memo.nodes[n].pid = g->nodes[n].pid;
+		memo.nodes[n].state = g->nodes[n].state;
+	}
+	memo.nnodes = g->nnodes;
+	memo.valid = g->nnodes > 0 && g->nodes[0].kind == NODE_PERMIT;
+}
+
 /*
  * Search twice; if both passes find this backend deadlocked in the same
- * waits, have permit.c end the wait.  Returns the cycle when it did.
+ * waits, have permit.c end the wait.  Returns the cycle when it did.  A
+ * search that began at start and finds nothing is remembered for the tests.
  */
 static DeadlockCycle *
-find_deadlock(void)
+find_deadlock(TimestampTz start)
 {
 	WaitGraph  *first;
 	WaitGraph  *second;
 
+	memo.valid = false;
+	memo.must_search = false;
 	first = build_graph();
 	if (!is_deadlocked(first))
+	{
+		remember_graph(first);
+		memo.proved_at = start;
+		memo.backoff_us = memo.forced ? next_interval(memo.backoff_us) :
+			(int64) DeadlockTimeout * 1000;
+		if (first->nnodes > 0 && first->root_slot >= 0)
+		{
+			if (first->nodes[0].progress)
+				publish_proof(first->root_slot, first->root_holders,
+							  holder_states(first), start);
+			else
+				withdraw_proof(first->root_slot, first->root_holders);
+		}
 		return NULL;
+	}
 	second = build_graph();
 	if (!is_deadlocked(second) || !same_waits(first, second))
 		return NULL;
@@ -621,6 +908,102 @@ bulkhead_deadlock_exit(void)
 										  &mine, 0);
 }
 
+/*
+ * Test A: can some holder of the wait just read move (it waits neither for
+ * a permit nor for a lock, or it is gone)?  If not, *states is what they
+ * wait for, as holder_states() sums it, for test C.
+ */
+static bool
+some_holder_free(PermitWait *root, uint64 *states)
+{
+	int			i;
+
+	*states = 0;
+	for (i = 0; i < root->nholders; i++)
+	{
+		int			procno = memo.procnos[i];
+		int			pid = memo.pids[i];
+		uint64		state;
+
+		state = state_of(procno, pid, memo.scratch_pids, memo.scratch_procnos);
+		/* waits for nothing (0), or gone (1): the reaper frees its permit */
+		if (state <= 1)
+			return true;
+		*states += mix64(state ^ (uint64) procno);
+	}
+	return false;
+}
+
+/*
+ * Test B's first half: is every backend of the last search's graph still
+ * in the state that search read?  (The root's state is root->stamp.)
+ */
+static bool
+graph_unchanged(PermitWait *root)
+{
+	int			n;
+
+	if (!memo.valid || memo.nodes[0].state != root->stamp)
+		return false;
+	for (n = 1; n < memo.nnodes; n++)
+	{
+		MemoNode   *node = &memo.nodes[n];
+
+		if (state_of(node->procno, node->pid, memo.scratch_pids,
+					 memo.scratch_procnos) !=
+			node->state)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * May this check skip the search (tests A, B and C in the header)?  root is
+ * this backend's wait, just read.  Sets memo.forced when the search is due
+ * to the back-off only.
+ */
+static bool
+may_skip_search(PermitWait *root, TimestampTz now)
+{
+	bool		same_holders = root->dl_proved_at != 0 &&
+		root->dl_holders == root->holders_stamp;
+	bool		unchanged;
+	uint64		states;
+
+	memo.forced = false;
+	unchanged = graph_unchanged(root);
+	if (memo.valid && !unchanged)
+		memo.must_search = true;	/* until a search has run */
+	if (!unchanged)
+		memo.valid = false;		/* B stays off until the next search */
+
+	/* B */
+	if (unchanged &&
+		(now < memo.proved_at + memo.backoff_us ||
+		 (same_holders && now < root->dl_proved_at + root->dl_interval_us)))
+		return true;
+
+	/* A: a holder that can move is proof enough, whatever B says */
+	if (some_holder_free(root, &states))
+	{
+		memo.proved_at = now;
+		return true;
+	}
+
+	/*
+	 * C; not when this waiter has seen its graph change since its last
+	 * search: then it is the one that must search (the proof may not cover
+	 * what it saw)
+	 */
+	if (!memo.must_search &&
+		same_holders && states != 0 && states == root->dl_holder_states &&
+		now < root->dl_proved_at + root->dl_interval_us)
+		return true;
+
+	memo.forced = unchanged;
+	return false;
+}
+
 TimestampTz
 bulkhead_deadlock_check(TimestampTz now)
 {
@@ -628,9 +1011,39 @@ bulkhead_deadlock_check(TimestampTz now)
 	MemoryContext old;
 	DeadlockCycle *volatile cycle = NULL;
 	TimestampTz done;
+	PermitWait	root;
+
+	if (memo.nodes == NULL)
+	{
+		int			nb = bulkhead_shared->nbackends;
+		int		   *ints;
+
+		/* the node array last: it says that all are there */
+		ints = MemoryContextAlloc(TopMemoryContext, sizeof(int) * nb * 4);
+		memo.pids = ints;
+		memo.procnos = ints + nb;
+		memo.scratch_pids = ints + 2 * nb;
+		memo.scratch_procnos = ints + 3 * nb;
+		memo.nodes = MemoryContextAlloc(TopMemoryContext, sizeof(MemoNode) * nb);
+	}
+
+	/* this backend's wait, and whether it is a new one */
+	if (!read_permit_wait(BULKHEAD_MY_PROCNO, MyProcPid, memo.pids,
+						  memo.procnos, &root))
+		return TimestampTzPlusMilliseconds(now, DeadlockTimeout);	/* granted */
+	if (root.wait_id != memo.wait_id)
+	{
+		memo.wait_id = root.wait_id;
+		memo.valid = false;
+		memo.must_search = false;
+		memo.proved_at = 0;
+		memo.backoff_us = (int64) DeadlockTimeout * 1000;
+	}
+	if (may_skip_search(&root, now))
+		return TimestampTzPlusMilliseconds(now, DeadlockTimeout);
 
 	if (!take_token())
-		return TimestampTzPlusMilliseconds(now, BUSY_RETRY_MS);
+		return TimestampTzPlusMilliseconds(now, Min(BUSY_RETRY_MS, DeadlockTimeout));
 	checked_backends = 0;
 	lock_queries = 0;
 
@@ -639,7 +1052,7 @@ bulkhead_deadlock_check(TimestampTz now)
 	old = MemoryContextSwitchTo(cxt);
 	PG_TRY();
 	{
-		cycle = find_deadlock();
+		cycle = find_deadlock(now);
 	}
 	PG_FINALLY();
 	{
@@ -650,8 +1063,9 @@ bulkhead_deadlock_check(TimestampTz now)
 
 	/* test/bench/deadlock_check.sh reads this to time the check */
 	done = GetCurrentTimestamp();
-	elog(DEBUG1, "bulkhead deadlock check: %d backends read, %d lock waits asked about, %lld us",
-		 checked_backends, lock_queries, (long long) (done - now));
+	elog(DEBUG1, "bulkhead deadlock check: %d backends read, %d lock waits asked about, %lld us%s",
+		 checked_backends, lock_queries, (long long) (done - now),
+		 memo.forced ? " (back-off)" : "");
 
 	/* the wait is over: the error frees cxt with its parent */
 	if (cycle != NULL)
@@ -670,17 +1084,19 @@ bulkhead_blocking_pids(PG_FUNCTION_ARGS)
 	int			pid = PG_GETARG_INT32(0);
 	int			procno;
 	int		   *pids;
+	int		   *procnos;
 	Datum	   *elems;
 	PermitWait	wait;
 	int			i;
 
 	bulkhead_check_loaded();
 	pids = palloc(sizeof(int) * bulkhead_shared->nbackends);
+	procnos = palloc(sizeof(int) * bulkhead_shared->nbackends);
 	elems = palloc(sizeof(Datum) * bulkhead_shared->nbackends);
 	wait.nholders = 0;
 	procno = procno_of_pid(pid);
 	if (procno < 0 || procno >= bulkhead_shared->nbackends ||
-		!read_permit_wait(procno, pid, pids, &wait))
+		!read_permit_wait(procno, pid, pids, procnos, &wait))
 		wait.nholders = 0;
 	for (i = 0; i < wait.nholders; i++)
 		elems[i] = Int32GetDatum(pids[i]);

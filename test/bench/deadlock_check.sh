@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# test/bench/deadlock_check.sh: what one deadlock check costs, with HOLDERS
+# test/bench/deadlock_check.sh: what one deadlock search costs, with HOLDERS
 # backends holding a workload's permits and WAITERS queued for it.  Each
-# waiter checks every deadlock_timeout (100 ms here) and logs, at DEBUG1,
-# how many backends it read, how many lock waits it asked pg_blocking_pids
-# about, and how long the check took; this script collects those lines.
-# Two shapes: holders idle in their transactions (each is read and found
-# free), and holders each waiting for a row lock that one more backend holds
-# (each holder costs a pg_blocking_pids call).  No cycle: no check fails.
+# waiter tests every deadlock_timeout (100 ms here) whether it must search
+# the wait graph (src/deadlock.c, "When the search runs"); each search logs,
+# at DEBUG1, how many backends it read, how many lock waits it asked
+# pg_blocking_pids about, and how long it took; this script collects those
+# lines.  Two shapes: holders idle in their transactions (the cheap test
+# sees a holder that can move: no waiter searches, the row shows 0), and
+# holders each waiting for a row lock that one more backend holds (each
+# holder costs a pg_blocking_pids call; the waiters share a few searches).
+# No cycle: no check fails.  What the checks cost the rest of the cluster:
+# test/bench/deadlock_load.sh.
 #
 #   bash test/bench/deadlock_check.sh [HOLDERS [WAITERS [SECONDS]]]
 #                                      (as root; default 50 100 5)
@@ -87,8 +91,8 @@ shape() {    # shape idle|lock: one run, prints a row of the table
 }
 
 bench_header "Cost of one deadlock check ($HOLDERS holders, $WAITERS queued, ${SECS} s each)"
-echo "Command: \`bash test/bench/deadlock_check.sh $HOLDERS $WAITERS $SECS\`. A check searches twice only when the first pass finds a deadlock (never here)."
+echo "Command: \`bash test/bench/deadlock_check.sh $HOLDERS $WAITERS $SECS\`. A search runs only when a waiter's cheap test fails, and searches twice only when the first pass finds a deadlock (never here)."
 echo
-echo "| holders | checks | backends read per check | pg_blocking_pids calls per check | median µs | p99 µs | mean µs |"
+echo "| holders | searches | backends read per check | pg_blocking_pids calls per check | median µs | p99 µs | mean µs |"
 echo "|---|---:|---:|---:|---:|---:|---:|"
 for s in ${SHAPES:-idle lock}; do shape "$s"; done
