@@ -479,27 +479,40 @@ wait_for_permit(BulkheadSlot *slot, int slotno, int li, BulkheadScope scope,
 		 */
 		CHECK_FOR_INTERRUPTS();
 
-		LWLockAcquire(slot->lock, LW_EXCLUSIVE);
-		if (entry->state == BULKHEAD_ENTRY_GRANTED)
-		{
-			record_grant(slot, slotno, li, scope);
-			my_wait_index = -1;
-			LWLockRelease(slot->lock);
-			bulkhead_apply_guards(&bulkhead_local[li]);
-			return true;
-		}
+		/*
+		 * A look without the lock first, as ProcSleep reads its wait status:
+		 * only a grant or the deadline needs the lock, and hundreds of
+		 * waiters woken for their deadlock checks then do not queue up on
+		 * it.  The granter sets the state before our latch (and ResetLatch
+		 * is a barrier), so a grant missed here wakes the next WaitLatch at
+		 * once; the lock decides.
+		 */
 		now = GetCurrentTimestamp();
-		if (now >= deadline)
+		pg_read_barrier();
+		if (*((volatile uint8 *) &entry->state) == BULKHEAD_ENTRY_GRANTED ||
+			now >= deadline)
 		{
-			bulkhead_unlink_entry(slot, entry);
-			slot->stats.timed_out++;
-			my_wait_index = -1;
+			LWLockAcquire(slot->lock, LW_EXCLUSIVE);
+			if (entry->state == BULKHEAD_ENTRY_GRANTED)
+			{
+				record_grant(slot, slotno, li, scope);
+				my_wait_index = -1;
+				LWLockRelease(slot->lock);
+				bulkhead_apply_guards(&bulkhead_local[li]);
+				return true;
+			}
+			if (now >= deadline)
+			{
+				bulkhead_unlink_entry(slot, entry);
+				slot->stats.timed_out++;
+				my_wait_index = -1;
+				LWLockRelease(slot->lock);
+				if (try_only)
+					return false;
+				report_timeout(name, timeout_us);
+			}
 			LWLockRelease(slot->lock);
-			if (try_only)
-				return false;
-			report_timeout(name, timeout_us);
 		}
-		LWLockRelease(slot->lock);
 
 		if (now >= next_check)
 		{
