@@ -241,8 +241,19 @@ change_session_values(GuardSetting *g, const SessionChange *change)
 {
 	struct config_generic *rec = guc_record(g);
 	bool		reset = change->guard <= 0 && change->reset;
+	SessionChange restore = *change;
 	GucStack   *stack;
 	int			new;
+
+	/*
+	 * A restore as RESET brings back the reset value in force now, as RESET
+	 * would: a reload may have changed it since the value was saved.
+	 */
+	if (reset)
+	{
+		restore.to = ((struct config_int *) rec)->reset_val;
+		change = &restore;
+	}
 
 	/*
 	 * First the current value: set_config_option may throw.  Not while the
