@@ -96,7 +96,9 @@ expected=$(
         for f in "$SRC_DIR"/sql/bulkhead--*.sql; do
             printf '%s\n' "$SHAREDIR/$(basename -- "$f")"
         done
-        printf '/usr/share/doc/%s/%s\n' "$PACKAGE" copyright changelog.Debian.gz changelog.gz
+        for f in copyright changelog.Debian.gz changelog.gz; do
+            printf '/usr/share/doc/%s/%s\n' "$PACKAGE" "$f"
+        done
     } | sort)
 
 # 1. build from a clean copy
