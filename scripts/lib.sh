@@ -15,7 +15,9 @@ BH_BINDIR=/usr/lib/postgresql/15/bin
 
 # Debian packages the build, the tests and the demo need.
 BH_PACKAGES=(postgresql-15 postgresql-server-dev-15 postgresql-contrib
-             libipc-run-perl make gcc perl prometheus-postgres-exporter)
+             libipc-run-perl make gcc perl prometheus-postgres-exporter
+             prometheus postgresql-server-dev-all debhelper dpkg-dev lintian
+             autopkgtest python3)
 
 bh_say()  { printf '==> %s\n' "$*"; }
 bh_warn() { printf 'warning: %s\n' "$*" >&2; }

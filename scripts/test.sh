@@ -5,7 +5,9 @@
 #
 # On a Debian 12 machine it installs what is missing (apt-get), gets every
 # PostgreSQL version of the matrix (scripts/postgres.sh: 15 from Debian 12's
-# packages; 18 built once from Debian's source package into a cache),
+# packages; 17 and 18 built once from Debian's source packages into a cache;
+# a version whose source cannot be downloaded is skipped, and the summary
+# line says so),
 # copies the source tree to a throwaway directory per version, builds it
 # there with warnings as errors, installs the extension into that version's
 # server (the test servers load $libdir/bulkhead.so), and runs `make
@@ -17,7 +19,9 @@
 # LC_ALL=C), the suites with runner scripts of their own (test/clients/run.sh:
 # JDBC, psycopg and PgBouncer; test/stress/run.sh: 48 clients for 60 s;
 # test/valgrind/run.sh: regress and isolation with the servers under
-# valgrind).  Last, once every version's suites have run, a smoke run of
+# valgrind; test/package/run.sh: the Debian package built, installed,
+# installchecked and removed; monitoring/prometheus/tests/run.sh: the alert
+# rules under promtool; test/meta/run.sh: META.json).  Last, once every version's suites have run, a smoke run of
 # the benchmarks on the first version (test/bench/run --quick, about two
 # minutes, each scenario counted as one test) so that they cannot rot.
 #
@@ -45,7 +49,7 @@ usage() {
 # regress, isolation and tap run on every version of the matrix
 # (scripts/postgres.sh); the others on the first one, Debian 12's own.
 EVERY_VERSION=(regress isolation tap)
-FIRST_VERSION_ONLY=(locale clients stress valgrind bench)
+FIRST_VERSION_ONLY=(locale clients stress valgrind package alerts meta bench)
 ALL_SUITES=("${EVERY_VERSION[@]}" "${FIRST_VERSION_ONLY[@]}")
 mapfile -t MAJORS < <(bh_pg_majors)
 FIRST_MAJOR=${MAJORS[0]}
@@ -114,6 +118,10 @@ declare -A PASSED FAILED PHASE_DIR PG_CONFIG_OF BUILD_OF
 PHASES=()
 TOTAL_PASSED=0
 TOTAL_FAILED=0
+# Versions of the plan that could not be had (scripts/postgres.sh: no source
+# could be downloaded): their suites are counted as skipped, with the reason.
+TOTAL_SKIPPED=0
+SKIP_REASONS=()
 
 # pg_regress / pg_isolation_regress: one line per test. PostgreSQL 15 writes
 # "test name ... ok  12 ms" / "... FAILED" ("failed (ignored)" does not fail
@@ -278,7 +286,14 @@ summary() {
     for i in "${PHASES[@]}"; do
         printf '    %-20s %s passed, %s failed\n' "$i" "${PASSED[$i]}" "${FAILED[$i]}"
     done
-    echo "$TOTAL_PASSED passed, $TOTAL_FAILED failed"
+    if [ "$TOTAL_SKIPPED" -gt 0 ]; then
+        for i in "${SKIP_REASONS[@]}"; do
+            printf '    SKIPPED: %s\n' "$i"
+        done
+        echo "$TOTAL_PASSED passed, $TOTAL_FAILED failed, $TOTAL_SKIPPED skipped ($(IFS=';'; echo "${SKIP_REASONS[*]}"))"
+    else
+        echo "$TOTAL_PASSED passed, $TOTAL_FAILED failed"
+    fi
 }
 
 # A step that a version's suites need (getting its server, building): on
@@ -304,12 +319,22 @@ bh_install_prereqs
 timed prerequisites "$t0"
 for major in "${PLAN_MAJORS[@]}"; do
     t0=$(bh_now_us)
-    if ! PG_CONFIG_OF[$major]=$(bh_pg_config_of "$major"); then
-        timed "postgres $major" "$t0"
+    rc=0
+    PG_CONFIG_OF[$major]=$(bh_pg_config_of "$major") || rc=$?
+    timed "postgres $major" "$t0"
+    if [ "$rc" -eq "$BH_PG_UNAVAILABLE" ]; then
+        # no source to be had: skip this version's suites, loudly
+        n=$(printf '%s\n' "${PLAN[@]}" | grep -c " $major\$" || true)
+        TOTAL_SKIPPED=$((TOTAL_SKIPPED + n))
+        SKIP_REASONS+=("PostgreSQL $major: no source could be downloaded, $n suites not run")
+        bh_warn "SKIPPING PostgreSQL $major: no source could be downloaded ($n suites)"
+        BROKEN[$major]=1
+        continue
+    fi
+    if [ "$rc" -ne 0 ]; then
         fail_step "postgres $major" "$major" "PostgreSQL $major could not be had"
         continue
     fi
-    timed "postgres $major" "$t0"
     bh_say "PostgreSQL $major: $("${PG_CONFIG_OF[$major]}" --version) (${PG_CONFIG_OF[$major]})"
 done
 
@@ -344,6 +369,7 @@ for item in "${PLAN[@]}"; do
     case $suite in
         regress|isolation|tap|locale) run_phase "$suite" "$major" ;;
         bench) run_script_phase bench "$major" test/bench/run --quick ;;
+        alerts) run_script_phase alerts "$major" monitoring/prometheus/tests/run.sh ;;
         *) run_script_phase "$suite" "$major" ;;
     esac
 done
