@@ -66,6 +66,13 @@ my $rows_sql = q{
 	  FROM bulkhead_workload ORDER BY name};
 my $rows_before = $node->safe_psql('postgres', $rows_sql);
 
+# may PUBLIC execute the trigger functions? (1.1: yes; 1.2: no)
+my $public_may_fire = q{
+		SELECT string_agg(has_function_privilege('public', p.oid, 'EXECUTE')::text, ','
+		                  ORDER BY p.proname)
+		  FROM pg_proc p
+		 WHERE p.proname IN ('bulkhead_workload_changed', 'bulkhead_rule_changed')};
+
 # first step: 1.0 -> 1.1
 $node->safe_psql('postgres', "ALTER EXTENSION bulkhead UPDATE TO '1.1'");
 is($node->safe_psql('postgres',
@@ -74,11 +81,7 @@ is($node->safe_psql('postgres',
 is($node->safe_psql('postgres', $rows_sql),
 	$rows_before, 'the workload rows survive the update to 1.1');
 # 1.1 still lets PUBLIC execute the trigger functions; 1.2 does not
-is($node->safe_psql('postgres', q{
-		SELECT string_agg(has_function_privilege('public', p.oid, 'EXECUTE')::text, ','
-		                  ORDER BY p.proname)
-		  FROM pg_proc p
-		 WHERE p.proname IN ('bulkhead_workload_changed', 'bulkhead_rule_changed')}),
+is($node->safe_psql('postgres', $public_may_fire),
 	'true,true', '1.1: PUBLIC may execute the trigger functions');
 
 # second step: 1.1 -> 1.2 (the default version)
@@ -88,11 +91,7 @@ is($node->safe_psql('postgres',
 	$default_version, "updated to $default_version");
 is($node->safe_psql('postgres', $rows_sql),
 	$rows_before, 'the workload rows survive the update');
-is($node->safe_psql('postgres', q{
-		SELECT string_agg(has_function_privilege('public', p.oid, 'EXECUTE')::text, ','
-		                  ORDER BY p.proname)
-		  FROM pg_proc p
-		 WHERE p.proname IN ('bulkhead_workload_changed', 'bulkhead_rule_changed')}),
+is($node->safe_psql('postgres', $public_may_fire),
 	'false,false', '1.2: PUBLIC may no longer execute the trigger functions');
 is($node->safe_psql('postgres',
 		'SELECT name, adaptive, min_running FROM bulkhead_workload ORDER BY name'),
