@@ -173,7 +173,7 @@ static const struct
 	{"workload", TEXTOID}
 };
 
-#define NUM_RULE_COLUMNS	lengthof(rule_columns)
+#define NUM_RULE_COLUMNS	((int) lengthof(rule_columns))
 
 /*
  * Read bulkhead_rule of the extension, if it has one: only its own table

@@ -208,7 +208,7 @@ static const struct
 	{"min_running", INT4OID}
 };
 
-#define NUM_WORKLOAD_COLUMNS	lengthof(workload_columns)
+#define NUM_WORKLOAD_COLUMNS	((int) lengthof(workload_columns))
 #define NUM_1_0_COLUMNS			(NUM_WORKLOAD_COLUMNS - 2)
 
 /*
