@@ -11,18 +11,25 @@ MODULE_big = bulkhead
 OBJS = \
 	src/bulkhead.o \
 	src/shmem.o \
-	src/permit.o \
-	src/deadlock.o \
-	src/scope.o \
-	src/guard.o \
-	src/worker.o \
-	src/catalog.o \
-	src/functions.o \
-	src/gate.o \
 	src/stats.o \
+	src/statsfile.o \
+	src/slot.o \
+	src/local.o \
+	src/guard.o \
+	src/waitgraph.o \
+	src/deadlock.o \
+	src/permit.o \
+	src/functions.o \
 	src/views.o \
 	src/rules.o \
-	src/adaptive.o
+	src/gate.o \
+	src/catalog.o \
+	src/tables.o \
+	src/loader.o \
+	src/cpus.o \
+	src/holders.o \
+	src/adaptive.o \
+	src/worker.o
 DATA = sql/bulkhead--1.0.sql sql/bulkhead--1.1.sql sql/bulkhead--1.0--1.1.sql \
 	sql/bulkhead--1.2.sql sql/bulkhead--1.1--1.2.sql
 PG_CPPFLAGS = -I$(srcdir)/src

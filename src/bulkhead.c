@@ -1,16 +1,27 @@
 /*-------------------------------------------------------------------------
  *
  * bulkhead.c
- *	  Module load: GUCs, shared-memory hooks and the background worker.
+ *	  Module load: each module's settings, the shared-memory hooks and the
+ *	  background worker.
  *
  * bulkhead must be loaded through shared_preload_libraries: it needs shared
  * memory, LWLocks and a background worker.  Loaded any other way, it defines
  * nothing and every SQL function reports that it is not preloaded.
  *
+ * The top of the module graph: it calls each module's init and nothing
+ * calls it.
+ *
  *-------------------------------------------------------------------------
  */
-#include "bulkhead.h"
+#include "adaptive.h"
+#include "cpus.h"
+#include "functions.h"
+#include "gate.h"
+#include "local.h"
 #include "rules.h"
+#include "shmem.h"
+#include "statsfile.h"
+#include "worker.h"
 
 #include "fmgr.h"
 #include "miscadmin.h"
@@ -24,12 +35,6 @@ PG_MODULE_MAGIC;
 #endif
 
 PGDLLEXPORT void _PG_init(void);
-
-/*---- GUC variables ----*/
-char	   *bulkhead_database = NULL;
-int			bulkhead_max_workloads = 64;
-int			bulkhead_max_permits_per_backend = 8;
-bool		bulkhead_allow_session_permits = true;
 
 /*---- Saved hook values ----*/
 #if PG_VERSION_NUM >= 150000
@@ -53,56 +58,28 @@ bulkhead_shmem_startup_hook(void)
 {
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
-	bulkhead_shmem_startup();
+	/* statistics saved at the last clean shutdown (none after a crash) */
+	if (bulkhead_shmem_startup())
+		bulkhead_statsfile_restore();
 	bulkhead_rules_shmem_startup();
+
+	/* the postmaster saves the statistics when it shuts down */
+	if (!IsUnderPostmaster)
+		on_shmem_exit(bulkhead_statsfile_save, (Datum) 0);
 }
 
+/* Each module defines its settings and installs its hooks and callbacks */
 void
 _PG_init(void)
 {
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 
-	DefineCustomStringVariable("bulkhead.database",
-							   "Database whose bulkhead_workload table defines the workloads.",
-							   NULL,
-							   &bulkhead_database,
-							   "postgres",
-							   PGC_POSTMASTER,
-							   0,
-							   NULL, NULL, NULL);
-
-	DefineCustomIntVariable("bulkhead.max_workloads",
-							"Maximum number of workloads kept in shared memory.",
-							NULL,
-							&bulkhead_max_workloads,
-							64, 1, 10000,
-							PGC_POSTMASTER,
-							0,
-							NULL, NULL, NULL);
-
-	DefineCustomIntVariable("bulkhead.max_permits_per_backend",
-							"Maximum number of permits one session may hold or await at once.",
-							NULL,
-							&bulkhead_max_permits_per_backend,
-							8, 1, 1000,
-							PGC_POSTMASTER,
-							0,
-							NULL, NULL, NULL);
-
-	DefineCustomBoolVariable("bulkhead.allow_session_permits",
-							 "Whether this session may take session-scoped permits.",
-							 "Turn it off (ALTER ROLE / ALTER DATABASE ... SET) for "
-							 "connections made through a transaction-pooling proxy.",
-							 &bulkhead_allow_session_permits,
-							 true,
-							 PGC_SUSET,
-							 0,
-							 NULL, NULL, NULL);
-
-	bulkhead_gate_init();
-	bulkhead_adaptive_init();
+	bulkhead_shmem_init();
+	bulkhead_functions_init();
 	bulkhead_rules_init();
+	bulkhead_adaptive_init();
+	bulkhead_cpus_init();
 
 #if PG_VERSION_NUM >= 150000
 	MarkGUCPrefixReserved("bulkhead");
@@ -121,5 +98,6 @@ _PG_init(void)
 	shmem_startup_hook = bulkhead_shmem_startup_hook;
 
 	bulkhead_register_worker();
-	bulkhead_register_callbacks();
+	bulkhead_local_init();
+	bulkhead_gate_init();
 }

@@ -15,12 +15,16 @@
  *
  * A change committed with COMMIT PREPARED is not seen at its PREPARE, and
  * the COMMIT PREPARED may run in any backend: at PREPARE the backend sets
- * shared->prepared_change, and the worker polls every second until no
- * prepared transaction is left in its database (worker.c).
+ * shared->prepared_change (shmem.c), and the worker polls every second
+ * until no prepared transaction is left in its database (loader.c).
+ *
+ * Owns no shared state: it asks the worker to reload through shmem.c.
+ * Called by loader.c (the lookups) and by the triggers; reads the settings
+ * of shmem.c and rules.c.
  *
  *-------------------------------------------------------------------------
  */
-#include "bulkhead.h"
+#include "catalog.h"
 #include "rules.h"
 
 #include "access/genam.h"
@@ -267,7 +271,7 @@ catalog_xact_callback(XactEvent event, void *arg)
 			if (reload_at_commit)
 			{
 				reload_at_commit = false;
-				bulkhead_signal_worker();
+				bulkhead_request_reload();
 			}
 			break;
 		case XACT_EVENT_PREPARE:
@@ -280,8 +284,8 @@ catalog_xact_callback(XactEvent event, void *arg)
 			if (reload_at_commit)
 			{
 				reload_at_commit = false;
-				pg_atomic_write_u32(&bulkhead_shared->prepared_change, 1);
-				bulkhead_signal_worker();
+				bulkhead_note_prepared_change();
+				bulkhead_request_reload();
 			}
 			break;
 		case XACT_EVENT_ABORT:

@@ -2,25 +2,36 @@
  *
  * deadlock.h
  *	  Deadlocks through permits: the check a permit waiter runs after
- *	  deadlock_timeout, and bulkhead_blocking_pids (deadlock.c).
+ *	  deadlock_timeout, and its verdict (deadlock.c).
  *
  *-------------------------------------------------------------------------
  */
 #ifndef BULKHEAD_DEADLOCK_H
 #define BULKHEAD_DEADLOCK_H
 
-#include "bulkhead.h"
+#include "postgres.h"
+
+#include "datatype/timestamp.h"
+
+/* What a check found */
+typedef struct BulkheadDeadlockVerdict
+{
+	struct DeadlockCycle *cycle;	/* NULL: no deadlock found */
+	uint64		holders_stamp;	/* the holders the search saw */
+	MemoryContext cxt;			/* the check's memory, with the cycle */
+} BulkheadDeadlockVerdict;
 
 /*
- * Run one deadlock check for this backend's current permit wait.  Raises
- * 40P01 when the wait is deadlocked (the wait is ended first, through
- * permit.c); otherwise returns when the next check is due.  Call without
- * any LWLock held.
+ * Run one deadlock check for this backend's current permit wait.  Returns
+ * when the next check is due.  A verdict with a cycle must be concluded:
+ * end the wait if it still stands (bulkhead_end_wait_deadlocked), then
+ * bulkhead_deadlock_conclude(), which raises 40P01 if the wait was ended.
+ * Call without any LWLock held.
  */
-extern TimestampTz bulkhead_deadlock_check(TimestampTz now);
-
-/* Caller holds slot->lock: a value that changes when the holders change */
-extern uint64 bulkhead_holders_stamp(BulkheadSlot *slot);
+extern TimestampTz bulkhead_deadlock_check(TimestampTz now,
+										   BulkheadDeadlockVerdict *verdict);
+extern void bulkhead_deadlock_conclude(BulkheadDeadlockVerdict *verdict,
+									   bool ended);
 
 /* At backend exit: give up the checker token if this backend has it */
 extern void bulkhead_deadlock_exit(void);

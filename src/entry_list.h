@@ -7,14 +7,14 @@
  * rather than by pointers: two 4-byte links instead of a 16-byte dlist_node
  * keep an entry at 32 bytes, so a backend's eight entries fit in 256 bytes.
  * The caller holds the slot's lock exclusively for every change, and at
- * least shared to walk a list (see bulkhead.h).
+ * least shared to walk a list (see shmem.h).
  *
  *-------------------------------------------------------------------------
  */
 #ifndef BULKHEAD_ENTRY_LIST_H
 #define BULKHEAD_ENTRY_LIST_H
 
-#include "bulkhead.h"
+#include "shmem.h"
 
 static inline int32
 entry_index(BulkheadEntry *entry)

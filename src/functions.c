@@ -1,11 +1,19 @@
 /*-------------------------------------------------------------------------
  *
  * functions.c
- *	  SQL entry points for permits: argument checks, then permit.c/scope.c.
+ *	  SQL entry points for permits: argument checks, then permit.c (taking)
+ *	  and local.c (returning).
+ *
+ * Owns no shared state, and the setting bulkhead.allow_session_permits.
+ * Called by PostgreSQL's function manager, and by bulkhead.c (init) and
+ * views.c (the workload name argument).
  *
  *-------------------------------------------------------------------------
  */
-#include "bulkhead.h"
+#include "functions.h"
+#include "guard.h"
+#include "local.h"
+#include "permit.h"
 
 #include <math.h>
 
@@ -13,6 +21,7 @@
 #include "fmgr.h"
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/timestamp.h"
 #if PG_VERSION_NUM >= 160000
 #include "varatt.h"				/* VARDATA_ANY and friends moved here in 16 */
@@ -24,6 +33,24 @@ PG_FUNCTION_INFO_V1(bulkhead_try_acquire);
 PG_FUNCTION_INFO_V1(bulkhead_try_acquire_xact);
 PG_FUNCTION_INFO_V1(bulkhead_release);
 PG_FUNCTION_INFO_V1(bulkhead_release_all);
+
+/*---- GUC variables ----*/
+bool		bulkhead_allow_session_permits = true;
+
+/* From _PG_init */
+void
+bulkhead_functions_init(void)
+{
+	DefineCustomBoolVariable("bulkhead.allow_session_permits",
+							 "Whether this session may take session-scoped permits.",
+							 "Turn it off (ALTER ROLE / ALTER DATABASE ... SET) for "
+							 "connections made through a transaction-pooling proxy.",
+							 &bulkhead_allow_session_permits,
+							 true,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
+}
 
 /* Workload name argument argno, checked, into name (NAMEDATALEN bytes) */
 void
@@ -163,7 +190,8 @@ bulkhead_release(PG_FUNCTION_ARGS)
 				 errmsg("permit of workload \"%s\" is held for the transaction", name),
 				 errdetail("A transaction permit is released when its transaction ends.")));
 	bulkhead_release_entry(li);
-	bulkhead_restore_session_guards();
+	bulkhead_restore_session_guards(bulkhead_local,
+										bulkhead_shared->permits_per_backend);
 	PG_RETURN_VOID();
 }
 
@@ -176,6 +204,7 @@ bulkhead_release_all(PG_FUNCTION_ARGS)
 	refuse_in_parallel_mode();
 	released = bulkhead_release_session_permits();
 	if (released > 0)
-		bulkhead_restore_session_guards();
+		bulkhead_restore_session_guards(bulkhead_local,
+										bulkhead_shared->permits_per_backend);
 	PG_RETURN_INT32(released);
 }

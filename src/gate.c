@@ -21,9 +21,16 @@
  * bulkhead.exempt_superuser is on.  Sessions that a rule sends to a workload
  * are gated exactly as those sent by bulkhead.workload.
  *
+ * Owns no shared state: it classifies the session (rules.c), publishes the
+ * classification, and takes the permit through permit.c.  Its state is
+ * this backend's (whether the transaction passed the gate), reset by its
+ * own transaction callback.  Called by bulkhead.c (init) only.
+ *
  *-------------------------------------------------------------------------
  */
-#include "bulkhead.h"
+#include "gate.h"
+#include "local.h"
+#include "permit.h"
 #include "rules.h"
 
 #include "access/parallel.h"
@@ -35,10 +42,6 @@
 #include "storage/proc.h"
 #include "tcop/utility.h"
 #include "utils/timeout.h"
-
-/*---- GUC variables ----*/
-char	   *bulkhead_gate_workload = NULL;
-bool		bulkhead_exempt_superuser = true;
 
 /* This transaction already holds its gate permit (reset at its end) */
 static bool gate_passed = false;
@@ -78,7 +81,7 @@ utility_needs_no_permit(Node *stmt)
 /*
  * Take the permit of the workload a rule chose.  The worker defines a new
  * workload before it replaces the rules and undefines an old one after
- * (worker.c), but this session may have classified itself just before the
+ * (loader.c), but this session may have classified itself just before the
  * rules changed: if the workload is unknown by now, classify again and, if
  * the rules now send the session elsewhere, try that workload once.  The
  * error caught is raised by the lookup, with no lock held and nothing
@@ -110,6 +113,7 @@ acquire_for_rule(BulkheadClassification *class)
 	if (edata == NULL)
 		return;					/* acquired */
 	bulkhead_classify_session(class);
+	bulkhead_publish_classification(class);
 	if (class->workload != NULL && strcmp(class->workload, workload) == 0)
 		ReThrowError(edata);	/* the rules did not move: the error stands */
 	FreeErrorData(edata);
@@ -138,6 +142,7 @@ gate_transaction(void)
 
 	/* bulkhead.workload, else the rules; the superuser exemption (rules.c) */
 	bulkhead_classify_session(&class);
+	bulkhead_publish_classification(&class);
 	if (class.workload == NULL)
 		return false;
 
@@ -164,17 +169,28 @@ gate_transaction(void)
 }
 
 /*
- * At the end of every transaction.  Returns false, changing nothing, at a
- * commit inside a utility statement that holds the gate permit across its
- * own commits: the caller then keeps the permit too.
+ * At the end of every transaction the next one must pass the gate again,
+ * but for a commit inside a utility statement that holds the gate permit
+ * across its own commits (local.c keeps the permit then).
  */
-bool
-bulkhead_gate_reset(bool commit)
+static void
+gate_xact_callback(XactEvent event, void *arg)
 {
-	if (commit && holding_for_utility)
-		return false;
-	gate_passed = false;
-	return true;
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+			if (!holding_for_utility)
+				gate_passed = false;
+			break;
+		case XACT_EVENT_PREPARE:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			gate_passed = false;
+			break;
+		default:
+			break;
+	}
 }
 
 /*
@@ -238,19 +254,24 @@ gate_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	{
 		/*
 		 * On an error the flag goes first, then the abort returns the
-		 * permit (scope.c); at a FATAL the exit callback does.
+		 * permit (local.c); at a FATAL the exit callback does.
 		 */
 		holding_for_utility = true;
+		bulkhead_keep_auto_over_commits(true);
 		PG_TRY();
 		{
 			next_ProcessUtility(pstmt, queryString, readOnlyTree, context,
 								params, queryEnv, dest, qc);
 		}
-		PG_FINALLY();
+		PG_CATCH();
 		{
 			holding_for_utility = false;
+			bulkhead_keep_auto_over_commits(false);
+			PG_RE_THROW();
 		}
 		PG_END_TRY();
+		holding_for_utility = false;
+		bulkhead_keep_auto_over_commits(false);
 	}
 	else
 		next_ProcessUtility(pstmt, queryString, readOnlyTree, context,
@@ -268,26 +289,9 @@ gate_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 void
 bulkhead_gate_init(void)
 {
-	DefineCustomStringVariable("bulkhead.workload",
-							   "Workload whose permit every transaction of the session takes.",
-							   "Empty: transactions are not gated.  Only superusers may set it.",
-							   &bulkhead_gate_workload,
-							   "",
-							   PGC_SUSET,
-							   0,
-							   NULL, NULL, NULL);
-
-	DefineCustomBoolVariable("bulkhead.exempt_superuser",
-							 "Superusers' transactions are not gated by bulkhead.workload or by rules.",
-							 NULL,
-							 &bulkhead_exempt_superuser,
-							 true,
-							 PGC_SUSET,
-							 0,
-							 NULL, NULL, NULL);
-
 	prev_ExecutorStart = ExecutorStart_hook;
 	ExecutorStart_hook = gate_ExecutorStart;
 	prev_ProcessUtility = ProcessUtility_hook;
 	ProcessUtility_hook = gate_ProcessUtility;
+	RegisterXactCallback(gate_xact_callback, NULL);
 }

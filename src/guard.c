@@ -58,7 +58,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "bulkhead.h"
+#include "guard.h"
 
 #include "access/xact.h"
 #include "miscadmin.h"
@@ -357,7 +357,7 @@ guard_whole_transaction(GuardSetting *g, int guard)
 
 /* Apply a just-granted permit's guards */
 void
-bulkhead_apply_guards(BulkheadLocalPermit *permit)
+bulkhead_apply_guards(const BulkheadLocalPermit *permit)
 {
 	int			kind;
 
@@ -412,12 +412,14 @@ bulkhead_apply_guards(BulkheadLocalPermit *permit)
 }
 
 /*
- * After session permits were released: recompute or restore each setting.
- * Safe in an abort callback too (a release by the abort path): there only
- * the saved values change, which the abort then makes current.
+ * After session permits were released: recompute or restore each setting
+ * from the session permits still held among permits[0..n-1] (the backend's
+ * own, local.c).  Safe in an abort callback too (a release by the abort
+ * path): there only the saved values change, which the abort then makes
+ * current.
  */
 void
-bulkhead_restore_session_guards(void)
+bulkhead_restore_session_guards(const BulkheadLocalPermit *permits, int n)
 {
 	int			kind;
 
@@ -442,9 +444,9 @@ bulkhead_restore_session_guards(void)
 
 		change.match = g->set_value;
 		change.to = g->base_value;
-		for (i = 0; i < bulkhead_shared->permits_per_backend; i++)
+		for (i = 0; i < n; i++)
 		{
-			BulkheadLocalPermit *permit = &bulkhead_local[i];
+			const BulkheadLocalPermit *permit = &permits[i];
 
 			if (permit->held && permit->scope == BULKHEAD_SCOPE_SESSION &&
 				guard_of(permit, kind) > 0)

@@ -1,34 +1,31 @@
 /*-------------------------------------------------------------------------
  *
  * permit.c
- *	  Admission, FIFO waiting and hand-off of permits.
+ *	  Taking a permit: admission, the FIFO wait and the deadlock check's
+ *	  verdict.
  *
- * Everything that changes a workload's running/queued counts happens under
- * the slot's LWLock and never throws while holding it: decisions are made
- * under the lock, errors are raised after it is released, when shared state
- * is already complete again.
+ * The decision is made under the slot's LWLock, by slot.c, which links
+ * this backend's entry as it decides; errors are raised here after the
+ * lock is released, when shared state is complete again.  A queued caller
+ * waits on its latch for the hand-off (slot.c sets the entry GRANTED, then
+ * the latch); every deadlock_timeout it runs the deadlock check
+ * (deadlock.c) and acts on its verdict.  Until the wait ends, an error
+ * thrown here (cancel, statement_timeout, terminate) is cleaned up by
+ * local.c's abort and exit callbacks.
  *
- * A release hands its permit straight to the head waiter (the entry moves
- * from waiters to holders and the running count does not drop), then sets
- * that one backend's latch.  The waiter only looks at its entry's state, so
- * a newcomer can never overtake it.  A waiter whose wait ends by an error
- * (cancel, statement_timeout, terminate) is cleaned up by
- * bulkhead_wait_cleanup(), called from the abort and exit callbacks: if the
- * permit was handed over meanwhile, it is passed on to the next waiter.
- *
- * This file is the only writer of slot state.  The deadlock check
- * (deadlock.c) only reads it and decides; a wait it finds deadlocked is
- * ended here, by bulkhead_end_wait_deadlocked().
+ * Owns no shared state: it changes slots through slot.c and this backend's
+ * permits through local.c.  Called by functions.c and gate.c.
  *
  *-------------------------------------------------------------------------
  */
-#include "bulkhead.h"
+#include "permit.h"
 #include "deadlock.h"
-#include "entry_list.h"
+#include "guard.h"
+#include "local.h"
+#include "slot.h"
 
 #include <math.h>
 
-#include "access/xact.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/latch.h"
@@ -60,9 +57,6 @@ queue_wait_event(void)
 #endif
 }
 
-/* Local index of the entry this backend is waiting on, or -1 */
-static int	my_wait_index = -1;
-
 /* Backend-local cache: workload name -> slot index (verified under lock) */
 typedef struct SlotCacheEntry
 {
@@ -75,31 +69,6 @@ static HTAB *slot_cache = NULL;
 /* The last name looked up, in front of slot_cache (a loop names one workload) */
 static char last_name[NAMEDATALEN];
 static int	last_slot = -1;
-
-static BulkheadEntry *
-my_entry(int local_index)
-{
-	return &bulkhead_backend_entries(BULKHEAD_MY_PROCNO)[local_index];
-}
-
-static int
-entry_procno(BulkheadEntry *entry)
-{
-	return entry_index(entry) / bulkhead_shared->permits_per_backend;
-}
-
-bool
-bulkhead_waiting(void)
-{
-	return my_wait_index >= 0;
-}
-
-/* Caller holds slot->lock.  Is slot the defined workload called name? */
-static bool
-slot_matches(BulkheadSlot *slot, const char *name)
-{
-	return slot->in_use && slot->defined && strcmp(slot->name, name) == 0;
-}
 
 /* Slot index for name, from the cache when it is there; -1 if unknown */
 static int
@@ -184,152 +153,6 @@ role_allowed(int nroles, char roles[][NAMEDATALEN], BulkheadScope scope)
 	return false;
 }
 
-/*
- * Hand free permits to the head waiters, oldest first.  Caller holds
- * slot->lock exclusively.  With wakeups given (initialised to n = 0), the
- * first BULKHEAD_WAKE_BATCH granted are recorded there for the caller to
- * wake with bulkhead_wake() after releasing the lock; any others, and all of
- * them when wakeups is NULL (rare paths: limit raised, reaper), are woken
- * at once.
- */
-void
-bulkhead_grant_waiters(BulkheadSlot *slot, BulkheadWakeups *wakeups)
-{
-	TimestampTz now = 0;
-
-	while (!entry_list_is_empty(&slot->waiters) &&
-		   (slot->config.shadow || slot->running < slot->current_limit))
-	{
-		BulkheadEntry *entry;
-
-		if (now == 0)
-			now = GetCurrentTimestamp();
-		entry = entry_at(slot->waiters.head);
-		entry_list_delete(&slot->waiters, entry);
-		slot->queued--;
-		entry->state = BULKHEAD_ENTRY_GRANTED;
-		entry->since = now;
-		entry_list_push_tail(&slot->holders, entry);
-		slot->running++;
-		if (slot->running > slot->stats.peak_running)
-			slot->stats.peak_running = slot->running;
-		/* the state is set before the latch (see latch.h) */
-		if (wakeups != NULL && wakeups->n < BULKHEAD_WAKE_BATCH)
-			wakeups->procnos[wakeups->n++] = entry_procno(entry);
-		else
-			SetLatch(&GetPGProcByNumber(entry_procno(entry))->procLatch);
-	}
-}
-
-/*
- * Wake the backends bulkhead_grant_waiters() recorded; call after releasing
- * the slot lock.  A woken backend that has meanwhile seen its grant, or
- * even exited, takes at worst a spurious wakeup, which every latch wait
- * tolerates.
- */
-void
-bulkhead_wake_all(BulkheadWakeups *wakeups)
-{
-	int			i;
-
-	for (i = 0; i < wakeups->n; i++)
-		SetLatch(&GetPGProcByNumber(wakeups->procnos[i])->procLatch);
-	wakeups->n = 0;
-}
-
-/*
- * Remove an entry from its slot's list and free it.  The caller holds
- * slot->lock exclusively and then calls bulkhead_grant_waiters().
- */
-void
-bulkhead_unlink_entry(BulkheadSlot *slot, BulkheadEntry *entry)
-{
-	if (entry->state == BULKHEAD_ENTRY_WAITING)
-	{
-		entry_list_delete(&slot->waiters, entry);
-		slot->queued--;
-	}
-	else
-	{
-		entry_list_delete(&slot->holders, entry);
-		slot->running--;
-	}
-	entry->state = BULKHEAD_ENTRY_FREE;
-	entry->workload = -1;
-	entry->pid = 0;
-}
-
-/*
- * Caller holds slot->lock.  Did the last permit of a deleted workload just
- * go, while the worker has rows waiting for a free slot?  Then the worker is
- * told to load them now rather than at its next poll.
- */
-static bool
-slot_drained(BulkheadSlot *slot)
-{
-	return !slot->defined && slot->running == 0 && slot->queued == 0 &&
-		bulkhead_shared->rows_pending;
-}
-
-/* Caller holds slot->lock: entry starts holding or waiting */
-static void
-link_entry(BulkheadSlot *slot, int slotno, BulkheadEntry *entry,
-		   BulkheadScope scope, BulkheadEntryState state, TimestampTz now)
-{
-	Assert(entry->state == BULKHEAD_ENTRY_FREE);
-	entry->workload = slotno;
-	entry->pid = MyProcPid;
-	entry->scope = scope;
-	entry->state = state;
-	entry->queued_at = now;
-	entry->since = now;
-	if (state == BULKHEAD_ENTRY_GRANTED)
-	{
-		entry_list_push_tail(&slot->holders, entry);
-		slot->running++;
-		if (slot->running > slot->stats.peak_running)
-			slot->stats.peak_running = slot->running;
-	}
-	else
-	{
-		entry_list_push_tail(&slot->waiters, entry);
-		slot->queued++;
-		if (slot->queued > slot->stats.peak_queued)
-			slot->stats.peak_queued = slot->queued;
-	}
-}
-
-/*
- * Caller holds slot->lock and entry was just granted: count it and record
- * the permit as this backend's own.
- */
-static void
-record_grant(BulkheadSlot *slot, int slotno, int local_index,
-			 BulkheadScope scope)
-{
-	BulkheadEntry *entry = my_entry(local_index);
-	BulkheadLocalPermit *permit = &bulkhead_local[local_index];
-	uint64		waited = 0;
-
-	if (entry->since > entry->queued_at)
-		waited = entry->since - entry->queued_at;
-	slot->stats.acquired++;
-	bulkhead_stats_add_wait(&slot->stats, waited);
-
-	permit->held = true;
-	bulkhead_nheld++;
-	permit->scope = scope;
-	/* an automatic permit belongs to the top-level transaction */
-	permit->subid = scope == BULKHEAD_SCOPE_AUTO ? TopSubTransactionId :
-		GetCurrentSubTransactionId();
-	permit->workload = slotno;
-	strlcpy(permit->name, slot->name, NAMEDATALEN);
-	permit->statement_timeout_ms = slot->config.statement_timeout_ms;
-	permit->lock_timeout_ms = slot->config.lock_timeout_ms;
-	permit->idle_timeout_ms = slot->config.idle_timeout_ms;
-	permit->acquired_in = GetCurrentStatementStartTimestamp();
-}
-
 /* limit: the limit in force when the caller was rejected */
 static void
 report_full(const char *name, int limit, const BulkheadConfig *config)
@@ -359,54 +182,6 @@ report_timeout(const char *name, int64 timeout_us)
 			 errhint("The workload's permits are saturated; do not retry at once.")));
 }
 
-/* What admission decided for a caller, under the slot lock */
-typedef enum AdmitOutcome
-{
-	ADMIT_GRANTED,				/* the permit is taken at once */
-	ADMIT_QUEUED,				/* the caller waits in the FIFO */
-	ADMIT_FULL,					/* B+Q taken: rejected at once */
-	ADMIT_ZERO_WAIT,			/* a wait was needed, and none was allowed */
-	ADMIT_CHECK_ROLES			/* check the roles (no lock), then decide again */
-} AdmitOutcome;
-
-/*
- * The admission decision of DESIGN.md, counting what it decides.  Caller
- * holds slot->lock exclusively; config is the slot's configuration and
- * limit its current_limit.  max_queued counts against the limit in force,
- * not against max_running: the queue stays as long as the operator set it
- * whatever the limit, so a lowered limit sheds load at once rather than
- * queueing it for longer.
- */
-static AdmitOutcome
-decide_admission(BulkheadSlot *slot, const BulkheadConfig *config, int limit,
-				 int64 timeout_us, bool roles_checked)
-{
-	if (config->nroles > 0 && !roles_checked)
-		return ADMIT_CHECK_ROLES;
-	if (config->shadow)
-	{
-		/* grant at once, but count what enforce mode would have done */
-		if (slot->running >= (int64) limit + config->max_queued)
-			slot->stats.shadow_rejected++;
-		else if (slot->running >= limit)
-			slot->stats.shadow_queued++;
-		return ADMIT_GRANTED;
-	}
-	if ((int64) slot->running + slot->queued >= (int64) limit + config->max_queued)
-	{
-		slot->stats.rejected_full++;
-		return ADMIT_FULL;
-	}
-	if (slot->queued == 0 && slot->running < limit)
-		return ADMIT_GRANTED;
-	if (timeout_us <= 0)
-	{
-		slot->stats.timed_out++;
-		return ADMIT_ZERO_WAIT;
-	}
-	return ADMIT_QUEUED;
-}
-
 /*
  * The local index for a new permit of workload slotno, or -1 when the
  * transaction already holds it through bulkhead.workload (and the caller
@@ -430,7 +205,8 @@ new_permit_index(const char *name, int slotno, BulkheadScope scope)
 				 errhint("Use bulkhead_acquire_xact, or acquire a session permit of another workload.")));
 	}
 	if (li >= 0 ||
-		(my_wait_index >= 0 && my_entry(my_wait_index)->workload == slotno))
+		(bulkhead_wait_index() >= 0 &&
+		 bulkhead_my_entry(bulkhead_wait_index())->workload == slotno))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("permit of workload \"%s\" is already held by this session", name),
@@ -449,19 +225,20 @@ new_permit_index(const char *name, int slotno, BulkheadScope scope)
  * Wait for the hand-off of the permit that entry li waits for (queued at
  * queued_at, until deadline).  Returns true once granted; on timeout, false
  * if try_only, else raises 53B02.  After deadlock_timeout of waiting, and
- * every deadlock_timeout after, deadlock.c checks whether the wait can end;
- * if not, it ends the wait (bulkhead_end_wait_deadlocked) and raises 40P01.
+ * as long as it waits, deadlock.c checks whether the wait can end; on a
+ * verdict of deadlock the wait is ended (if it still stands) and 40P01
+ * raised.
  *
- * Until my_wait_index is cleared, an error thrown here (cancel,
+ * Until the wait index is cleared, an error thrown here (cancel,
  * statement_timeout, terminate) is cleaned up by bulkhead_wait_cleanup()
- * from the abort or exit callbacks.
+ * from the abort or exit callbacks (local.c).
  */
 static bool
 wait_for_permit(BulkheadSlot *slot, int slotno, int li, BulkheadScope scope,
 				const char *name, TimestampTz queued_at, int64 timeout_us,
 				bool try_only)
 {
-	BulkheadEntry *entry = my_entry(li);
+	BulkheadEntry *entry = bulkhead_my_entry(li);
 	TimestampTz deadline = queued_at + Min(timeout_us, PG_INT64_MAX - queued_at);
 	TimestampTz next_check = TimestampTzPlusMilliseconds(queued_at, DeadlockTimeout);
 	uint32		wait_event = queue_wait_event();
@@ -495,17 +272,17 @@ wait_for_permit(BulkheadSlot *slot, int slotno, int li, BulkheadScope scope,
 			LWLockAcquire(slot->lock, LW_EXCLUSIVE);
 			if (entry->state == BULKHEAD_ENTRY_GRANTED)
 			{
-				record_grant(slot, slotno, li, scope);
-				my_wait_index = -1;
+				bulkhead_slot_count_grant(slot, entry);
+				bulkhead_local_record_grant(li, slot, slotno, scope);
+				bulkhead_set_wait_index(-1);
 				LWLockRelease(slot->lock);
 				bulkhead_apply_guards(&bulkhead_local[li]);
 				return true;
 			}
 			if (now >= deadline)
 			{
-				bulkhead_unlink_entry(slot, entry);
-				slot->stats.timed_out++;
-				my_wait_index = -1;
+				bulkhead_slot_time_out(slot, entry);
+				bulkhead_set_wait_index(-1);
 				LWLockRelease(slot->lock);
 				if (try_only)
 					return false;
@@ -516,8 +293,13 @@ wait_for_permit(BulkheadSlot *slot, int slotno, int li, BulkheadScope scope,
 
 		if (now >= next_check)
 		{
-			/* raises 40P01 once it has ended the wait; else wait on */
-			next_check = bulkhead_deadlock_check(now);
+			BulkheadDeadlockVerdict verdict;
+
+			next_check = bulkhead_deadlock_check(now, &verdict);
+			if (verdict.cycle != NULL)
+				/* raises 40P01 once the wait is ended; else wait on */
+				bulkhead_deadlock_conclude(&verdict,
+										   bulkhead_end_wait_deadlocked(verdict.holders_stamp));
 			now = GetCurrentTimestamp();
 		}
 
@@ -532,48 +314,59 @@ wait_for_permit(BulkheadSlot *slot, int slotno, int li, BulkheadScope scope,
 }
 
 /*
- * End this backend's wait because deadlock.c found it deadlocked: unlink the
- * entry and count it in deadlocks, under the slot lock, after a last check
- * that the wait still stands as the search saw it: still WAITING (never
- * granted meanwhile), the same holders (holders_stamp, see
- * bulkhead_holders_stamp), and no free permit.  Returns false, changing
- * nothing, when one of these fails.  Never throws.
+ * Admission under the slot lock: the slot of name (the cached one, or
+ * looked up afresh when it was reassigned), the decision, and this
+ * backend's entry li linked as decided.  *config and *limit are copies for
+ * use after the lock is released; *now is the arrival.  Raises 42704 for
+ * an unknown workload, before anything changed.
  */
-bool
-bulkhead_end_wait_deadlocked(uint64 holders_stamp)
+static BulkheadAdmit
+admit(const char *name, BulkheadScope scope, int64 *timeout_us,
+	  bool use_default_timeout, bool roles_checked, int *slotno, int *li,
+	  BulkheadConfig *config, int *limit, TimestampTz *now)
 {
-	BulkheadEntry *entry;
 	BulkheadSlot *slot;
-	BulkheadWakeups wakeups = {0};
-	bool		ended = false;
-	bool		drained = false;
+	BulkheadAdmit outcome;
+	bool		from_cache = true;
 
-	if (my_wait_index < 0)
-		return false;
-	entry = my_entry(my_wait_index);
-	slot = &bulkhead_shared->slots[entry->workload];
-
-	LWLockAcquire(slot->lock, LW_EXCLUSIVE);
-	if (entry->state == BULKHEAD_ENTRY_WAITING &&
-		!slot->config.shadow &&
-		slot->running >= slot->current_limit &&
-		bulkhead_holders_stamp(slot) == holders_stamp)
+	for (;;)
 	{
-		slot->stats.deadlocks++;
-		bulkhead_unlink_entry(slot, entry);
-		if (!entry_list_is_empty(&slot->waiters))
-			bulkhead_grant_waiters(slot, &wakeups);
-		drained = slot_drained(slot);
-		ended = true;
-	}
-	LWLockRelease(slot->lock);
-	bulkhead_wake(&wakeups);
+		*slotno = lookup_slot(name, from_cache);
+		if (*slotno < 0)
+			report_unknown_workload(name);
+		slot = &bulkhead_shared->slots[*slotno];
+		*li = new_permit_index(name, *slotno, scope);
+		if (*li < 0)
+			return BULKHEAD_ADMIT_GRANTED;	/* held through bulkhead.workload */
 
-	if (ended)
-		my_wait_index = -1;
-	if (drained)
-		bulkhead_signal_worker();
-	return ended;
+		*now = GetCurrentTimestamp();
+		LWLockAcquire(slot->lock, LW_EXCLUSIVE);
+		if (bulkhead_slot_matches(slot, name))
+			break;
+		LWLockRelease(slot->lock);
+		if (!from_cache)
+			report_unknown_workload(name);
+		/* the cached slot was reassigned: look the name up afresh */
+		from_cache = false;
+	}
+
+	/* the role names (1 KiB) are copied only for the role check */
+	memcpy(config, &slot->config, offsetof(BulkheadConfig, roles));
+	if (config->nroles > 0 && !roles_checked)
+		memcpy(config->roles, slot->config.roles,
+			   sizeof(config->roles[0]) * config->nroles);
+	if (use_default_timeout)
+		*timeout_us = config->queue_timeout_us;
+	*limit = slot->current_limit;
+	outcome = bulkhead_slot_admit(slot, *slotno, bulkhead_my_entry(*li), scope,
+								  config, *limit, *timeout_us, roles_checked,
+								  *now);
+	if (outcome == BULKHEAD_ADMIT_GRANTED)
+		bulkhead_local_record_grant(*li, slot, *slotno, scope);
+	else if (outcome == BULKHEAD_ADMIT_QUEUED)
+		bulkhead_set_wait_index(*li);
+	LWLockRelease(slot->lock);
+	return outcome;
 }
 
 /*
@@ -589,156 +382,50 @@ bulkhead_acquire_permit(const char *name, int64 timeout_us,
 						bool use_default_timeout, BulkheadScope scope,
 						bool try_only)
 {
-	BulkheadShared *shared = bulkhead_shared;
-	BulkheadSlot *slot;
-	BulkheadEntry *entry;
-	BulkheadConfig config;		/* copy, for use after the lock is released */
-	int			limit;			/* slot->current_limit, likewise */
+	BulkheadConfig config;
+	BulkheadAdmit outcome;
+	TimestampTz now;
+	bool		roles_checked = false;
+	int			limit;
 	int			slotno;
 	int			li;
-	bool		roles_checked = false;
-	bool		from_cache = true;
-	TimestampTz now;
-	AdmitOutcome outcome;
 
 	bulkhead_backend_init();
 
-retry:
-	slotno = lookup_slot(name, from_cache);
-	if (slotno < 0)
-		report_unknown_workload(name);
-	slot = &shared->slots[slotno];
-	li = new_permit_index(name, slotno, scope);
-	if (li < 0)
-		return true;
-	entry = my_entry(li);
-
-	now = GetCurrentTimestamp();
-	LWLockAcquire(slot->lock, LW_EXCLUSIVE);
-	if (!slot_matches(slot, name))
+	for (;;)
 	{
-		LWLockRelease(slot->lock);
-		if (from_cache)
-		{
-			/* the cached slot was reassigned: look the name up afresh */
-			from_cache = false;
-			goto retry;
-		}
-		report_unknown_workload(name);
+		outcome = admit(name, scope, &timeout_us, use_default_timeout,
+						roles_checked, &slotno, &li, &config, &limit, &now);
+		if (outcome != BULKHEAD_ADMIT_CHECK_ROLES)
+			break;
+		if (!role_allowed(config.nroles, config.roles, scope))
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied for workload \"%s\"", name),
+					 errdetail("Only members of the workload's roles may acquire its permits.")));
+		roles_checked = true;
 	}
-	/* the role names (1 KiB) are copied only for the role check */
-	memcpy(&config, &slot->config, offsetof(BulkheadConfig, roles));
-	if (config.nroles > 0 && !roles_checked)
-		memcpy(config.roles, slot->config.roles, sizeof(config.roles[0]) * config.nroles);
-	if (use_default_timeout)
-		timeout_us = config.queue_timeout_us;
-
-	limit = slot->current_limit;
-	outcome = decide_admission(slot, &config, limit, timeout_us, roles_checked);
-	if (outcome == ADMIT_GRANTED)
-	{
-		link_entry(slot, slotno, entry, scope, BULKHEAD_ENTRY_GRANTED, now);
-		record_grant(slot, slotno, li, scope);
-	}
-	else if (outcome == ADMIT_QUEUED)
-	{
-		link_entry(slot, slotno, entry, scope, BULKHEAD_ENTRY_WAITING, now);
-		my_wait_index = li;
-	}
-	LWLockRelease(slot->lock);
 
 	switch (outcome)
 	{
-		case ADMIT_CHECK_ROLES:
-			if (!role_allowed(config.nroles, config.roles, scope))
-				ereport(ERROR,
-						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-						 errmsg("permission denied for workload \"%s\"", name),
-						 errdetail("Only members of the workload's roles may acquire its permits.")));
-			roles_checked = true;
-			goto retry;
-		case ADMIT_FULL:
+		case BULKHEAD_ADMIT_GRANTED:
+			if (li >= 0)
+				bulkhead_apply_guards(&bulkhead_local[li]);
+			return true;
+		case BULKHEAD_ADMIT_FULL:
 			if (try_only)
 				return false;
 			report_full(name, limit, &config);
 			break;
-		case ADMIT_ZERO_WAIT:
+		case BULKHEAD_ADMIT_ZERO_WAIT:
 			if (try_only)
 				return false;
 			report_timeout(name, 0);
 			break;
-		case ADMIT_GRANTED:
-			bulkhead_apply_guards(&bulkhead_local[li]);
-			return true;
-		case ADMIT_QUEUED:
+		case BULKHEAD_ADMIT_QUEUED:
+		case BULKHEAD_ADMIT_CHECK_ROLES:
 			break;
 	}
-	return wait_for_permit(slot, slotno, li, scope, name, now, timeout_us,
-						   try_only);
-}
-
-/*
- * Return a permit this backend holds (local index li): the entry leaves
- * the holders and the next waiter, if any, is served.  Never throws.
- */
-void
-bulkhead_release_entry(int li)
-{
-	BulkheadLocalPermit *permit = &bulkhead_local[li];
-	BulkheadEntry *entry = my_entry(li);
-	BulkheadSlot *slot;
-	TimestampTz now = bulkhead_stats_clock();
-	BulkheadWakeups wakeups = {0};
-	bool		drained;
-
-	Assert(permit->held);
-	slot = &bulkhead_shared->slots[permit->workload];
-
-	LWLockAcquire(slot->lock, LW_EXCLUSIVE);
-	Assert(entry->workload == permit->workload);
-	slot->stats.released++;
-	bulkhead_stats_add_hold(&slot->stats, now > entry->since ? now - entry->since : 0);
-	bulkhead_unlink_entry(slot, entry);
-	if (!entry_list_is_empty(&slot->waiters))
-		bulkhead_grant_waiters(slot, &wakeups);
-	drained = slot_drained(slot);
-	LWLockRelease(slot->lock);
-	bulkhead_wake(&wakeups);
-	if (drained)
-		bulkhead_signal_worker();
-
-	permit->held = false;
-	bulkhead_nheld--;
-}
-
-/*
- * End this backend's wait, if one is under way, after an error or at exit.
- * A permit handed over meanwhile is passed on to the next waiter: the caller
- * saw an error, so it does not hold the permit.  Idempotent; never throws.
- */
-void
-bulkhead_wait_cleanup(void)
-{
-	BulkheadEntry *entry;
-	BulkheadSlot *slot;
-	BulkheadWakeups wakeups = {0};
-	bool		drained;
-
-	if (my_wait_index < 0)
-		return;
-	entry = my_entry(my_wait_index);
-	slot = &bulkhead_shared->slots[entry->workload];
-
-	LWLockAcquire(slot->lock, LW_EXCLUSIVE);
-	slot->stats.cancelled++;
-	bulkhead_unlink_entry(slot, entry);
-	if (!entry_list_is_empty(&slot->waiters))
-		bulkhead_grant_waiters(slot, &wakeups);
-	drained = slot_drained(slot);
-	LWLockRelease(slot->lock);
-	bulkhead_wake(&wakeups);
-
-	my_wait_index = -1;
-	if (drained)
-		bulkhead_signal_worker();
+	return wait_for_permit(&bulkhead_shared->slots[slotno], slotno, li, scope,
+						   name, now, timeout_us, try_only);
 }

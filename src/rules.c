@@ -5,8 +5,8 @@
  *	  role, database, application_name and client address.
  *
  * The worker reads the table in the same transaction (and snapshot) as
- * bulkhead_workload and replaces the rule set in shared memory, bumping its
- * generation only when the set changed.  A client backend classifies itself
+ * bulkhead_workload (loader.c) and replaces the rule set in shared memory
+ * here, bumping its generation only when the set changed.  A client backend classifies itself
  * at its first transaction and again only when something it matched on may
  * have changed: the rules' generation, GetOuterUserId() (SET ROLE, SET
  * SESSION AUTHORIZATION) or application_name.  Its database and client
@@ -23,11 +23,14 @@
  * matches outside it: role membership and LIKE may read catalogs and may
  * throw.  The first matching rule in position order wins.
  *
- * Which lock protects which field is written down in rules.h.
+ * Owns the rule set and the classification records in shared memory
+ * (which lock protects which field is written down in rules.h), and the
+ * settings bulkhead.workload, bulkhead.exempt_superuser and
+ * bulkhead.max_rules.  Called by loader.c (the set), gate.c (classifying
+ * and publishing) and catalog.c (max_rules); calls shmem.c only.
  *
  *-------------------------------------------------------------------------
  */
-#include "bulkhead.h"
 #include "rules.h"
 
 #include "catalog/pg_collation.h"
@@ -44,12 +47,6 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
-#if PG_VERSION_NUM >= 170000
-#define PROCNO_OF(proc)		GetNumberFromPGProc(proc)
-#else
-#define PROCNO_OF(proc)		((proc)->pgprocno)
-#endif
-
 PG_FUNCTION_INFO_V1(bulkhead_classify);
 PG_FUNCTION_INFO_V1(bulkhead_classify_pid);
 PG_FUNCTION_INFO_V1(bulkhead_rule_evaluations);
@@ -59,6 +56,8 @@ StaticAssertDecl(offsetof(BulkheadRule, client_addr) % sizeof(int32) == 0,
 
 /*---- GUC variables ----*/
 int			bulkhead_max_rules = 64;
+char	   *bulkhead_gate_workload = NULL;
+bool		bulkhead_exempt_superuser = true;
 
 static BulkheadRuleSet *bulkhead_rules = NULL;
 
@@ -98,6 +97,24 @@ rules_shmem_size(void)
 void
 bulkhead_rules_init(void)
 {
+	DefineCustomStringVariable("bulkhead.workload",
+							   "Workload whose permit every transaction of the session takes.",
+							   "Empty: transactions are not gated.  Only superusers may set it.",
+							   &bulkhead_gate_workload,
+							   "",
+							   PGC_SUSET,
+							   0,
+							   NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("bulkhead.exempt_superuser",
+							 "Superusers' transactions are not gated by bulkhead.workload or by rules.",
+							 NULL,
+							 &bulkhead_exempt_superuser,
+							 true,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
+
 	DefineCustomIntVariable("bulkhead.max_rules",
 							"Maximum number of classification rules kept in shared memory.",
 							NULL,
@@ -143,128 +160,7 @@ bulkhead_rules_shmem_startup(void)
 	LWLockRelease(AddinShmemInitLock);
 }
 
-/*---- Loading (the worker) ----*/
-
-/* A text column into a name-sized buffer; false if NULL */
-static bool
-text_column(HeapTuple tuple, TupleDesc desc, int col, char *buf)
-{
-	bool		isnull;
-	Datum		d = SPI_getbinval(tuple, desc, col, &isnull);
-
-	if (isnull)
-		return false;
-	strlcpy(buf, TextDatumGetCString(d), NAMEDATALEN);
-	return true;
-}
-
-/* The columns read from bulkhead_rule, in the order of the query below */
-static const struct
-{
-	const char *name;
-	Oid			type;
-}			rule_columns[] =
-{
-	{"position", INT4OID},
-	{"role", TEXTOID},
-	{"database", TEXTOID},
-	{"application_name", TEXTOID},
-	{"client_addr", INETOID},
-	{"workload", TEXTOID}
-};
-
-#define NUM_RULE_COLUMNS	((int) lengthof(rule_columns))
-
-/*
- * Read bulkhead_rule of the extension, if it has one: only its own table
- * (a member of the extension, from 1.1 on), so that a relation of that name
- * made by someone else next to a 1.0 install is never read, nor a function
- * of theirs run; and only columns of the types 1.1 created.  The caller is
- * connected to SPI, with the snapshot it read bulkhead_workload with;
- * out->rules is allocated in cxt, zeroed, so that two equal sets compare
- * equal bytewise.
- */
-void
-bulkhead_rules_read(const BulkheadExtension *ext, MemoryContext cxt,
-					BulkheadRuleList *out)
-{
-	static bool warned_truncated = false;
-	StringInfoData query;
-	Oid			relid;
-	Oid			types[NUM_RULE_COLUMNS];
-	int			n;
-	int			i;
-
-	out->nrules = 0;
-	out->rules = NULL;
-
-	if (!bulkhead_version_at_least(ext, 1, 1))
-		return;					/* 1.0 has no rules */
-	relid = bulkhead_extension_table(ext, "bulkhead_rule");
-	if (!OidIsValid(relid))
-		return;
-
-	for (i = 0; i < NUM_RULE_COLUMNS; i++)
-	{
-		(void) bulkhead_check_column(relid, rule_columns[i].name,
-									 rule_columns[i].type, false);
-		types[i] = rule_columns[i].type;
-	}
-
-	/* the columns' types are all of pg_catalog: their ordering is too */
-	initStringInfo(&query);
-	appendStringInfo(&query,
-					 "SELECT position, role, database, application_name,"
-					 " client_addr, workload FROM %s ORDER BY position",
-					 bulkhead_qualified_table_name(relid));
-	if (SPI_execute(query.data, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read table \"bulkhead_rule\"");
-	bulkhead_check_result_types(SPI_tuptable->tupdesc, types,
-								NUM_RULE_COLUMNS, "bulkhead_rule");
-
-	n = (int) SPI_processed;
-	if (n > bulkhead_rules->max_rules)
-	{
-		/* only where the triggers did not run: a standby set lower */
-		if (!warned_truncated)
-			ereport(WARNING,
-					(errmsg("bulkhead: only the first %d of %d rules were loaded",
-							bulkhead_rules->max_rules, n),
-					 errhint("Raise \"bulkhead.max_rules\" and restart the server.")));
-		warned_truncated = true;
-		n = bulkhead_rules->max_rules;
-	}
-	else
-		warned_truncated = false;
-
-	out->rules = MemoryContextAllocZero(cxt, sizeof(BulkheadRule) * Max(n, 1));
-	for (i = 0; i < n; i++)
-	{
-		HeapTuple	tuple = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		BulkheadRule *rule = &out->rules[i];
-		bool		isnull;
-		Datum		addr;
-
-		rule->position = DatumGetInt32(SPI_getbinval(tuple, desc, 1, &isnull));
-		rule->has_role = text_column(tuple, desc, 2, rule->role);
-		rule->has_database = text_column(tuple, desc, 3, rule->database);
-		rule->has_application_name = text_column(tuple, desc, 4,
-												 rule->application_name);
-		addr = SPI_getbinval(tuple, desc, 5, &isnull);
-		if (!isnull)
-		{
-			inet	   *value = DatumGetInetP(addr);	/* 4-byte header */
-
-			if (VARSIZE(value) > sizeof(inet))
-				elog(ERROR, "unexpected size of an inet value");
-			memcpy(&rule->client_addr, value, VARSIZE(value));
-			rule->has_client_addr = true;
-		}
-		(void) text_column(tuple, desc, 6, rule->workload);
-	}
-	out->nrules = n;
-}
+/*---- The rule set (the worker replaces it, loader.c) ----*/
 
 /* Replace the rule set; bump the generation only if it changed */
 void
@@ -394,9 +290,13 @@ evaluate_rules(Oid userid, const char *appname)
 	cache_valid = true;
 }
 
-/* Write this backend's record (only its owner ever does) */
-static void
-publish(const BulkheadClassification *class)
+/*
+ * Write this backend's record (only its owner ever does), for
+ * bulkhead_classify(pid): the gate does at each transaction start, and
+ * bulkhead_classify() for the calling session.
+ */
+void
+bulkhead_publish_classification(const BulkheadClassification *class)
 {
 	BulkheadClassRecord *record;
 	const char *workload = class->workload ? class->workload : "";
@@ -430,8 +330,8 @@ publish(const BulkheadClassification *class)
  * exempt while bulkhead.exempt_superuser is on (and so never evaluates the
  * rules); a non-empty bulkhead.workload wins over the rules.  The user is
  * the outer one (see the header), for the exemption as for the rules.  out->workload
- * points at storage valid until the next call.  Published for
- * bulkhead_classify(pid).
+ * points at storage valid until the next call.  Changes no shared state
+ * (bulkhead_publish_classification publishes it).
  */
 void
 bulkhead_classify_session(BulkheadClassification *out)
@@ -464,7 +364,6 @@ bulkhead_classify_session(BulkheadClassification *out)
 			out->workload = cache_workload;
 		}
 	}
-	publish(out);
 }
 
 /*---- SQL functions ----*/
@@ -524,6 +423,7 @@ bulkhead_classify(PG_FUNCTION_ARGS)
 
 	bulkhead_check_loaded();
 	bulkhead_classify_session(&class);
+	bulkhead_publish_classification(&class);
 	return classification_row(fcinfo, class.workload, source_name(class.source),
 							  class.position,
 							  class.source == BULKHEAD_CLASS_RULE);
@@ -555,7 +455,7 @@ bulkhead_classify_pid(PG_FUNCTION_ARGS)
 				 errhint("Call bulkhead_classify() without arguments for your own session.")));
 
 	proc = BackendPidGetProc(pid);
-	procno = proc ? PROCNO_OF(proc) : -1;
+	procno = proc ? BULKHEAD_PROCNO(proc) : -1;
 	if (procno < 0 || procno >= bulkhead_rules->nrecords)
 		return classification_row(fcinfo, NULL, NULL, 0, false);
 

@@ -2,8 +2,8 @@
  *
  * rules.h
  *	  Classification rules (bulkhead_rule): the rule set in shared memory,
- *	  what the worker calls to load it, and what the gate calls to find the
- *	  workload of this session's next transaction.
+ *	  what the worker calls to replace it, and what the gate calls to find
+ *	  the workload of this session's next transaction (rules.c).
  *
  * Shared state and its locks
  * --------------------------
@@ -34,10 +34,9 @@
 #ifndef BULKHEAD_RULES_H
 #define BULKHEAD_RULES_H
 
-#include "postgres.h"
+#include "shmem.h"
 
 #include "port/atomics.h"
-#include "access/tupdesc.h"
 #include "storage/lwlock.h"
 #include "utils/inet.h"
 
@@ -101,44 +100,20 @@ typedef struct BulkheadRuleList
 	BulkheadRule *rules;
 } BulkheadRuleList;
 
+/* GUC variables */
 extern int	bulkhead_max_rules;
+extern char *bulkhead_gate_workload;	/* bulkhead.workload */
+extern bool bulkhead_exempt_superuser;
 
 extern void bulkhead_rules_init(void);
 extern void bulkhead_rules_shmem_request(void);
 extern void bulkhead_rules_shmem_startup(void);
 
-/*
- * catalog.c: extension "bulkhead" in this database, and its own tables
- * (members of the extension: pg_depend, deptype 'e'), for the worker and
- * the trigger functions.  Called in a transaction.
- */
-typedef struct BulkheadExtension
-{
-	Oid			oid;
-	Oid			namespace;		/* its schema */
-	char	   *version;		/* extversion, palloc'd */
-} BulkheadExtension;
-
-extern bool bulkhead_find_extension(BulkheadExtension *ext);
-extern bool bulkhead_version_at_least(const BulkheadExtension *ext,
-									  int major, int minor);
-extern Oid	bulkhead_extension_table(const BulkheadExtension *ext,
-									 const char *relname);
-extern char *bulkhead_qualified_table_name(Oid relid);
-extern bool bulkhead_check_column(Oid relid, const char *attname, Oid typid,
-								  bool missing_ok);
-extern void bulkhead_check_result_types(TupleDesc desc, const Oid *types, int n,
-										const char *what);
-
-/*
- * worker.c: read (SPI connected, snapshot pushed) the rules of the
- * extension's own bulkhead_rule, if it has one, then apply them.
- */
-extern void bulkhead_rules_read(const BulkheadExtension *ext, MemoryContext cxt,
-								BulkheadRuleList *out);
+/* The worker (loader.c): replace the rule set with the rows it read */
 extern void bulkhead_rules_apply(const BulkheadRuleList *list);
 
-/* gate.c: the classification of this session's next transaction */
+/* A backend: the classification of its next transaction, and publishing it */
 extern void bulkhead_classify_session(BulkheadClassification *out);
+extern void bulkhead_publish_classification(const BulkheadClassification *class);
 
 #endif							/* BULKHEAD_RULES_H */

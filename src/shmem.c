@@ -2,13 +2,16 @@
  *
  * shmem.c
  *	  Shared-memory layout of bulkhead: the workload directory and the
- *	  per-backend permit entries, and name lookup in the directory.
+ *	  per-backend permit entries, name lookup in the directory, and the
+ *	  reload protocol between the tables' triggers and the worker.
  *
- * Which lock protects which field is written down in bulkhead.h.
+ * Which module writes which field, under which lock, is written down in
+ * shmem.h.  This file creates the structures and owns config_requested,
+ * prepared_change and worker_procno; it calls no other module.
  *
  *-------------------------------------------------------------------------
  */
-#include "bulkhead.h"
+#include "shmem.h"
 #include "entry_list.h"
 
 #include "access/twophase.h"
@@ -16,11 +19,50 @@
 #include "postmaster/autovacuum.h"
 #include "replication/walsender.h"
 #include "storage/ipc.h"
+#include "storage/latch.h"
 #include "storage/proc.h"
 #include "storage/shmem.h"
+#include "utils/guc.h"
 #include "utils/timestamp.h"
 
 BulkheadShared *bulkhead_shared = NULL;
+
+/*---- GUC variables ----*/
+char	   *bulkhead_database = NULL;
+int			bulkhead_max_workloads = 64;
+int			bulkhead_max_permits_per_backend = 8;
+
+/* From _PG_init: the settings that place and size shared memory */
+void
+bulkhead_shmem_init(void)
+{
+	DefineCustomStringVariable("bulkhead.database",
+							   "Database whose bulkhead_workload table defines the workloads.",
+							   NULL,
+							   &bulkhead_database,
+							   "postgres",
+							   PGC_POSTMASTER,
+							   0,
+							   NULL, NULL, NULL);
+
+	DefineCustomIntVariable("bulkhead.max_workloads",
+							"Maximum number of workloads kept in shared memory.",
+							NULL,
+							&bulkhead_max_workloads,
+							64, 1, 10000,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("bulkhead.max_permits_per_backend",
+							"Maximum number of permits one session may hold or await at once.",
+							NULL,
+							&bulkhead_max_permits_per_backend,
+							8, 1, 1000,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+}
 
 /* PGPROCs that may own entries: the same count as InitProcGlobal's */
 int
@@ -61,9 +103,10 @@ bulkhead_shmem_request(void)
 
 /*
  * Called from shmem_startup_hook: at postmaster start and again after a
- * crash re-initialisation, when all the state starts empty.
+ * crash re-initialisation, when all the state starts empty.  Returns true
+ * when it created the structures (false when they existed already).
  */
-void
+bool
 bulkhead_shmem_startup(void)
 {
 	bool		found;
@@ -113,15 +156,9 @@ bulkhead_shmem_startup(void)
 			shared->entries[i].next = BULKHEAD_NO_ENTRY;
 			shared->entries[i].workload = -1;
 		}
-
-		/* statistics saved at the last clean shutdown (none after a crash) */
-		bulkhead_stats_restore();
 	}
 	LWLockRelease(AddinShmemInitLock);
-
-	/* the postmaster saves the statistics when it shuts down */
-	if (!IsUnderPostmaster)
-		on_shmem_exit(bulkhead_stats_save, (Datum) 0);
+	return !found;
 }
 
 /* Raise 55000 unless the library was preloaded */
@@ -157,4 +194,58 @@ bulkhead_find_slot(const char *name)
 	}
 	LWLockRelease(shared->dir_lock);
 	return found;
+}
+
+/*
+ * Ask the worker to reload the tables: at the commit of a change (catalog.c),
+ * or when the last permit of a deleted workload went while rows wait for a
+ * free slot (slot.c's callers).  Never throws.
+ */
+void
+bulkhead_request_reload(void)
+{
+	int			procno;
+
+	pg_atomic_fetch_add_u64(&bulkhead_shared->config_requested, 1);
+	procno = bulkhead_shared->worker_procno;
+	if (procno >= 0)
+		SetLatch(&GetPGProcByNumber(procno)->procLatch);
+}
+
+/* How many reloads were asked for so far (the worker compares) */
+uint64
+bulkhead_reload_requests(void)
+{
+	return pg_atomic_read_u64(&bulkhead_shared->config_requested);
+}
+
+/*
+ * A change of a table was prepared (PREPARE TRANSACTION): its COMMIT
+ * PREPARED fires no trigger, so the worker polls while one may be left.
+ */
+void
+bulkhead_note_prepared_change(void)
+{
+	pg_atomic_write_u32(&bulkhead_shared->prepared_change, 1);
+}
+
+/* The worker: was a prepared change noted?  Clears the note. */
+bool
+bulkhead_take_prepared_change(void)
+{
+	return pg_atomic_exchange_u32(&bulkhead_shared->prepared_change, 0) != 0;
+}
+
+/* The worker: is a prepared change noted (it polls fast meanwhile)? */
+bool
+bulkhead_prepared_change_pending(void)
+{
+	return pg_atomic_read_u32(&bulkhead_shared->prepared_change) != 0;
+}
+
+/* The worker's PGPROC number, set at its start, -1 at its exit */
+void
+bulkhead_set_worker(int procno)
+{
+	bulkhead_shared->worker_procno = procno;
 }

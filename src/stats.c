@@ -2,7 +2,8 @@
  *
  * stats.c
  *	  Fixed-size log-scale histograms of durations, and clearing a
- *	  workload's cumulative statistics.
+ *	  workload's cumulative statistics.  Pure arithmetic on the caller's
+ *	  BulkheadStats: no shared state of its own, no lock taken.
  *
  * A duration in microseconds v falls in bucket v itself when v < 8.  Above
  * that, each power of two [2^e, 2^(e+1)) is split into 8 equal buckets, so
@@ -11,27 +12,14 @@
  * longer durations land in the last bucket.  The caller holds the lock
  * that protects the histogram (the workload's slot lock).
  *
- * The cumulative statistics survive a clean restart, as pg_stat_statements'
- * do: the postmaster writes them to pg_stat/bulkhead.stat when it shuts
- * down, and reads (then removes) the file when it creates shared memory.
- * After a crash there is no file, so they start from zero.  A workload
- * missing from the table at the worker's first load loses them.
- *
  *-------------------------------------------------------------------------
  */
-#include "bulkhead.h"
+#include "stats.h"
 
 #include <math.h>
 
-#include "miscadmin.h"
-#include "pgstat.h"
 #include "port/pg_bitutils.h"
-#include "storage/fd.h"
 #include "utils/timestamp.h"
-
-#define STATS_FILE		PGSTAT_STAT_PERMANENT_DIRECTORY "/bulkhead.stat"
-#define STATS_FILE_TMP	STATS_FILE ".tmp"
-#define STATS_MAGIC		0x42484b31	/* "BHK1" */
 
 #define SUB_BUCKETS		8
 #define SUB_BITS		3
@@ -119,123 +107,4 @@ bulkhead_stats_clear(BulkheadStats *stats)
 {
 	memset(stats, 0, sizeof(BulkheadStats));
 	stats->stats_reset = GetCurrentTimestamp();
-}
-
-/* File layout: magic, sizeof(BulkheadStats), count, then count records */
-typedef struct SavedStats
-{
-	char		name[NAMEDATALEN];
-	BulkheadStats stats;
-} SavedStats;
-
-/*
- * on_shmem_exit callback of the postmaster: write every workload's figures.
- * Nothing else runs by then, so no lock is needed.
- */
-void
-bulkhead_stats_save(int code, Datum arg)
-{
-	BulkheadShared *shared = bulkhead_shared;
-	uint32		header[3];
-	FILE	   *file;
-	int			i;
-
-	/* after a crash, the figures are discarded */
-	if (code != 0 || shared == NULL)
-		return;
-
-	file = AllocateFile(STATS_FILE_TMP, PG_BINARY_W);
-	if (file == NULL)
-		goto error;
-	header[0] = STATS_MAGIC;
-	header[1] = sizeof(BulkheadStats);
-	header[2] = 0;
-	for (i = 0; i < shared->nslots; i++)
-		if (shared->slots[i].in_use && shared->slots[i].defined)
-			header[2]++;
-	if (fwrite(header, sizeof(header), 1, file) != 1)
-		goto error;
-	for (i = 0; i < shared->nslots; i++)
-	{
-		BulkheadSlot *slot = &shared->slots[i];
-		SavedStats	rec;
-
-		if (!slot->in_use || !slot->defined)
-			continue;
-		memset(&rec, 0, sizeof(rec));
-		strlcpy(rec.name, slot->name, NAMEDATALEN);
-		rec.stats = slot->stats;
-		if (fwrite(&rec, sizeof(rec), 1, file) != 1)
-			goto error;
-	}
-	if (FreeFile(file) != 0)
-	{
-		file = NULL;
-		goto error;
-	}
-	(void) durable_rename(STATS_FILE_TMP, STATS_FILE, LOG);
-	return;
-
-error:
-	ereport(LOG,
-			(errcode_for_file_access(),
-			 errmsg("could not write file \"%s\": %m", STATS_FILE_TMP)));
-	if (file)
-		FreeFile(file);
-	unlink(STATS_FILE_TMP);
-}
-
-/*
- * At shared-memory creation (postmaster, no concurrency): put the saved
- * figures into slots, undefined until the worker reads the table; then
- * remove the file, so that a crash later on does not bring them back.
- */
-void
-bulkhead_stats_restore(void)
-{
-	BulkheadShared *shared = bulkhead_shared;
-	uint32		header[3];
-	FILE	   *file;
-	uint32		n;
-
-	file = AllocateFile(STATS_FILE, PG_BINARY_R);
-	if (file == NULL)
-	{
-		if (errno != ENOENT)
-			ereport(LOG,
-					(errcode_for_file_access(),
-					 errmsg("could not read file \"%s\": %m", STATS_FILE)));
-		return;
-	}
-	/*
-	 * A file of the 1.0 library holds records without the fields 1.1
-	 * appended to BulkheadStats: they are read as a prefix, the rest zero.
-	 */
-	if (fread(header, sizeof(header), 1, file) != 1 ||
-		header[0] != STATS_MAGIC ||
-		(header[1] != sizeof(BulkheadStats) &&
-		 header[1] != offsetof(BulkheadStats, deadlocks)))
-	{
-		ereport(LOG,
-				(errmsg("ignoring bulkhead statistics file \"%s\": it is corrupt or from another version",
-						STATS_FILE)));
-		header[2] = 0;
-	}
-	for (n = 0; n < header[2] && (int) n < shared->nslots; n++)
-	{
-		BulkheadSlot *slot = &shared->slots[n];
-		SavedStats	rec;
-
-		memset(&rec, 0, sizeof(rec));
-		if (fread(&rec, offsetof(SavedStats, stats) + header[1], 1, file) != 1)
-			break;
-		rec.name[NAMEDATALEN - 1] = '\0';
-		slot->in_use = true;
-		slot->defined = false;
-		slot->restored = true;
-		strlcpy(slot->name, rec.name, NAMEDATALEN);
-		slot->stats = rec.stats;
-	}
-	FreeFile(file);
-	unlink(STATS_FILE);
 }

@@ -7,10 +7,14 @@
  * shows a half-made change; different workloads are read one after the
  * other.
  *
+ * Owns no shared state: the statistics are reset through slot.c.  Called by
+ * PostgreSQL's function manager only.
+ *
  *-------------------------------------------------------------------------
  */
-#include "bulkhead.h"
+#include "functions.h"
 #include "entry_list.h"
+#include "slot.h"
 
 #include "catalog/pg_authid.h"
 #include "fmgr.h"
@@ -284,10 +288,8 @@ reset_slot(BulkheadSlot *slot, const char *name)
 	if (slot->in_use && slot->defined &&
 		(name == NULL || strcmp(slot->name, name) == 0))
 	{
-		bulkhead_stats_clear(&slot->stats);
 		/* current state is never reset: peaks start from it */
-		slot->stats.peak_running = slot->running;
-		slot->stats.peak_queued = slot->queued;
+		bulkhead_slot_reset_stats(slot);
 		done = true;
 	}
 	LWLockRelease(slot->lock);

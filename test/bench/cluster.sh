@@ -54,7 +54,7 @@ bench_prepare() {
 }
 
 # bench_build_without_stats: a second build, without the latency statistics,
-# in $BENCH_BUILDS/without (see BULKHEAD_NO_LATENCY_STATS in src/bulkhead.h)
+# in $BENCH_BUILDS/without (see BULKHEAD_NO_LATENCY_STATS in src/stats.h)
 bench_build_without_stats() {
     [ -f "$BENCH_BUILDS/without/bulkhead.so" ] && return
     bh_copy_tree "$top" "$BENCH_BUILDS/without"

@@ -36,7 +36,8 @@
  * state of the workload: its configuration, current_limit (L), running (R)
  * and queued (Q).
  *
- * The limit checks follow from permit.c, worker.c and adaptive.c:
+ * The limit checks follow from slot.c (the only writer of a slot), its
+ * callers permit.c, local.c, loader.c and adaptive.c:
  *
  * - R grows only by a grant (admission, or bulkhead_grant_waiters), which
  *   happens only while R < L: after it, R <= L.  R + Q grows only by an
@@ -60,7 +61,7 @@
  *
  * The activity rows are read under the same lock but at another moment, so
  * "running = number of running rows" is only comparable when nothing
- * happened in between.  In views.c and permit.c every change of running or
+ * happened in between.  In slot.c every change of running or
  * queued either bumps one of the monotonic counters (acquired, released,
  * cancelled, timed_out, rejected_full, deadlocks) under the same lock, or is
  * an enqueue (queued + 1) or a grant by the worker after a limit rise

@@ -1,17 +1,26 @@
 /*-------------------------------------------------------------------------
  *
- * scope.c
- *	  The permits of this backend, and when they end: at transaction or
- *	  subtransaction end for transaction scope, at exit for everything.
+ * local.c
+ *	  The permits of this backend, its wait, and when they end: at
+ *	  transaction or subtransaction end for transaction scope, at exit for
+ *	  everything.
  *
  * bulkhead_local[i] mirrors this backend's shared entry i (backend-local
- * memory, no lock).  The callbacks here run in states where nothing may be
+ * memory, no lock); the shared entry is changed through slot.c, under its
+ * slot's lock.  The callbacks here run in states where nothing may be
  * thrown (commit, abort, exit); the release paths they call never throw.
+ *
+ * A waiter whose wait ends by an error (cancel, statement_timeout,
+ * terminate) is cleaned up by bulkhead_wait_cleanup(), called from the
+ * abort and exit callbacks: if the permit was handed over meanwhile, it is
+ * passed on to the next waiter.
  *
  *-------------------------------------------------------------------------
  */
-#include "bulkhead.h"
+#include "local.h"
 #include "deadlock.h"
+#include "guard.h"
+#include "slot.h"
 
 #include "access/xact.h"
 #include "miscadmin.h"
@@ -25,6 +34,158 @@ BulkheadLocalPermit *bulkhead_local = NULL;
 
 /* How many of bulkhead_local[] are held: lets the common cases skip a loop */
 int			bulkhead_nheld = 0;
+
+/* Local index of the entry this backend is waiting on, or -1 */
+static int	my_wait_index = -1;
+
+/*
+ * A top-level utility that may commit internally holds the gate permit
+ * across its own commits (gate.c sets this around it): a commit then keeps
+ * the automatic permit.
+ */
+static bool keep_auto_over_commits = false;
+
+int
+bulkhead_wait_index(void)
+{
+	return my_wait_index;
+}
+
+/* permit.c: the wait begins (li), or ends with a grant or a timeout (-1) */
+void
+bulkhead_set_wait_index(int li)
+{
+	my_wait_index = li;
+}
+
+void
+bulkhead_keep_auto_over_commits(bool keep)
+{
+	keep_auto_over_commits = keep;
+}
+
+/* Restore the session guards after session permits were released */
+static void
+restore_guards(void)
+{
+	bulkhead_restore_session_guards(bulkhead_local,
+									bulkhead_shared->permits_per_backend);
+}
+
+/*
+ * Record a permit just granted (entry li, of slot slotno) as this backend's
+ * own, with the guards its workload had at the grant.  Caller holds
+ * slot->lock.
+ */
+void
+bulkhead_local_record_grant(int li, const BulkheadSlot *slot, int slotno,
+							BulkheadScope scope)
+{
+	BulkheadLocalPermit *permit = &bulkhead_local[li];
+
+	permit->held = true;
+	bulkhead_nheld++;
+	permit->scope = scope;
+	/* an automatic permit belongs to the top-level transaction */
+	permit->subid = scope == BULKHEAD_SCOPE_AUTO ? TopSubTransactionId :
+		GetCurrentSubTransactionId();
+	permit->workload = slotno;
+	strlcpy(permit->name, slot->name, NAMEDATALEN);
+	permit->statement_timeout_ms = slot->config.statement_timeout_ms;
+	permit->lock_timeout_ms = slot->config.lock_timeout_ms;
+	permit->idle_timeout_ms = slot->config.idle_timeout_ms;
+	permit->acquired_in = GetCurrentStatementStartTimestamp();
+}
+
+/*
+ * Return a permit this backend holds (local index li): the entry leaves
+ * the holders and the next waiter, if any, is served.  Never throws.
+ */
+void
+bulkhead_release_entry(int li)
+{
+	BulkheadLocalPermit *permit = &bulkhead_local[li];
+	BulkheadEntry *entry = bulkhead_my_entry(li);
+	BulkheadSlot *slot;
+	TimestampTz now = bulkhead_stats_clock();
+	BulkheadWakeups wakeups = {0};
+	bool		drained;
+
+	Assert(permit->held);
+	slot = &bulkhead_shared->slots[permit->workload];
+
+	LWLockAcquire(slot->lock, LW_EXCLUSIVE);
+	Assert(entry->workload == permit->workload);
+	drained = bulkhead_slot_release(slot, entry, now, &wakeups);
+	LWLockRelease(slot->lock);
+	bulkhead_wake(&wakeups);
+	if (drained)
+		bulkhead_request_reload();
+
+	permit->held = false;
+	bulkhead_nheld--;
+}
+
+/*
+ * End this backend's wait, if one is under way, after an error or at exit.
+ * A permit handed over meanwhile is passed on to the next waiter: the caller
+ * saw an error, so it does not hold the permit.  Idempotent; never throws.
+ */
+void
+bulkhead_wait_cleanup(void)
+{
+	BulkheadEntry *entry;
+	BulkheadSlot *slot;
+	BulkheadWakeups wakeups = {0};
+	bool		drained;
+
+	if (my_wait_index < 0)
+		return;
+	entry = bulkhead_my_entry(my_wait_index);
+	slot = &bulkhead_shared->slots[entry->workload];
+
+	LWLockAcquire(slot->lock, LW_EXCLUSIVE);
+	drained = bulkhead_slot_cancel_wait(slot, entry, &wakeups);
+	LWLockRelease(slot->lock);
+	bulkhead_wake(&wakeups);
+
+	my_wait_index = -1;
+	if (drained)
+		bulkhead_request_reload();
+}
+
+/*
+ * End this backend's wait because the deadlock check found it deadlocked,
+ * if it still stands as the check saw it (holders_stamp; see
+ * bulkhead_slot_end_wait_deadlocked).  Returns false, changing nothing,
+ * otherwise.  Never throws.
+ */
+bool
+bulkhead_end_wait_deadlocked(uint64 holders_stamp)
+{
+	BulkheadEntry *entry;
+	BulkheadSlot *slot;
+	BulkheadWakeups wakeups = {0};
+	bool		ended;
+	bool		drained;
+
+	if (my_wait_index < 0)
+		return false;
+	entry = bulkhead_my_entry(my_wait_index);
+	slot = &bulkhead_shared->slots[entry->workload];
+
+	LWLockAcquire(slot->lock, LW_EXCLUSIVE);
+	ended = bulkhead_slot_end_wait_deadlocked(slot, entry, holders_stamp,
+											  &wakeups, &drained);
+	LWLockRelease(slot->lock);
+	bulkhead_wake(&wakeups);
+
+	if (ended)
+		my_wait_index = -1;
+	if (drained)
+		bulkhead_request_reload();
+	return ended;
+}
 
 static void
 bulkhead_backend_exit(int code, Datum arg)
@@ -60,12 +221,8 @@ reclaim_stale_entries(void)
 		LWLockAcquire(slot->lock, LW_EXCLUSIVE);
 		if (entries[i].workload == slotno && entries[i].pid != MyProcPid)
 		{
-			if (entries[i].state == BULKHEAD_ENTRY_GRANTED)
-				slot->stats.released++;
-			else
-				slot->stats.cancelled++;
-			bulkhead_unlink_entry(slot, &entries[i]);
-			bulkhead_grant_waiters(slot, NULL);
+			bulkhead_slot_drop_entry(slot, &entries[i]);
+			bulkhead_slot_serve(slot, NULL);
 		}
 		LWLockRelease(slot->lock);
 	}
@@ -162,7 +319,7 @@ bulkhead_discard_session_permits(void)
 	if (bulkhead_shared == NULL || bulkhead_local == NULL)
 		return;
 	if (bulkhead_release_session_permits() > 0)
-		bulkhead_restore_session_guards();
+		restore_guards();
 }
 
 /* An explicit transaction permit (automatic ones end at PREPARE) */
@@ -272,7 +429,8 @@ bulkhead_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PREPARE:
 			{
 				/* a utility that commits internally keeps its gate permit */
-				bool		keep_auto = !bulkhead_gate_reset(event != XACT_EVENT_PREPARE);
+				bool		keep_auto = event != XACT_EVENT_PREPARE &&
+					keep_auto_over_commits;
 
 				if (bulkhead_local != NULL)
 					release_transaction_permits(false, InvalidSubTransactionId,
@@ -281,14 +439,13 @@ bulkhead_xact_callback(XactEvent event, void *arg)
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
-			(void) bulkhead_gate_reset(false);
 			if (bulkhead_local != NULL)
 			{
 				bulkhead_wait_cleanup();
 				release_transaction_permits(false, InvalidSubTransactionId, false);
 				if (!rollback_without_error(true) &&
 					release_failed_statement_permits(false, InvalidSubTransactionId) > 0)
-					bulkhead_restore_session_guards();
+					restore_guards();
 			}
 			break;
 		default:
@@ -311,7 +468,7 @@ bulkhead_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 			release_transaction_permits(true, mySubid, false);
 			if (!rollback_without_error(false) &&
 				release_failed_statement_permits(true, mySubid) > 0)
-				bulkhead_restore_session_guards();
+				restore_guards();
 			break;
 		case SUBXACT_EVENT_COMMIT_SUB:
 			/* the parent takes over, as with advisory locks */
@@ -326,7 +483,7 @@ bulkhead_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 
 /* From _PG_init: inherited by every backend the postmaster forks */
 void
-bulkhead_register_callbacks(void)
+bulkhead_local_init(void)
 {
 	RegisterXactCallback(bulkhead_xact_callback, NULL);
 	RegisterSubXactCallback(bulkhead_subxact_callback, NULL);

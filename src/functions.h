@@ -1,0 +1,21 @@
+/*-------------------------------------------------------------------------
+ *
+ * functions.h
+ *	  SQL entry points for permits (functions.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BULKHEAD_FUNCTIONS_H
+#define BULKHEAD_FUNCTIONS_H
+
+#include "postgres.h"
+
+#include "fmgr.h"
+
+extern bool bulkhead_allow_session_permits;
+
+extern void bulkhead_functions_init(void);
+extern void bulkhead_workload_name_arg(FunctionCallInfo fcinfo, int argno,
+									   char *name);
+
+#endif							/* BULKHEAD_FUNCTIONS_H */

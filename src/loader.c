@@ -1,0 +1,247 @@
+/*-------------------------------------------------------------------------
+ *
+ * loader.c
+ *	  The worker's load: making shared memory match the configuration
+ *	  tables, which tables.c reads.
+ *
+ * A load that fails (a table locked for longer than lock_timeout, a
+ * recovery conflict on a standby) leaves shared memory as it was and is
+ * tried again at the worker's next tick.
+ *
+ * Owns shared->config_loaded and shared->rows_pending (under dir_lock);
+ * changes slots through slot.c and the rule set through rules.c.  Called
+ * by worker.c only.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "loader.h"
+#include "adaptive.h"
+#include "rules.h"
+#include "slot.h"
+#include "tables.h"
+
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+
+/* Caller holds dir_lock exclusively.  Slot of name (defined or not), or -1 */
+static int
+slot_of(const char *name)
+{
+	int			i;
+
+	for (i = 0; i < bulkhead_shared->nslots; i++)
+		if (bulkhead_shared->slots[i].in_use &&
+			strcmp(bulkhead_shared->slots[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+static int
+free_slot(void)
+{
+	int			i;
+
+	for (i = 0; i < bulkhead_shared->nslots; i++)
+		if (!bulkhead_shared->slots[i].in_use)
+			return i;
+	return -1;
+}
+
+/*
+ * Define the workloads of rows that placed[] does not mark yet: update
+ * those that have a slot, put new ones into free slots, and mark them in
+ * placed[].  Returns how many found no free slot.  Caller holds dir_lock
+ * exclusively.
+ */
+static int
+define_rows(WorkloadRow *rows, int nrows, bool *placed)
+{
+	BulkheadShared *shared = bulkhead_shared;
+	int			skipped = 0;
+	int			r;
+
+	for (r = 0; r < nrows; r++)
+	{
+		int			s;
+		BulkheadSlot *slot;
+
+		if (placed[r])
+			continue;
+		if ((s = slot_of(rows[r].name)) < 0 && (s = free_slot()) < 0)
+		{
+			skipped++;
+			continue;
+		}
+		slot = &shared->slots[s];
+		LWLockAcquire(slot->lock, LW_EXCLUSIVE);
+		bulkhead_slot_define(slot, rows[r].name, &rows[r].config,
+							 bulkhead_limit_at_load(slot, &rows[r].config));
+		LWLockRelease(slot->lock);
+		placed[r] = true;
+	}
+	return skipped;
+}
+
+/*
+ * Mark undefined the workloads that are not among rows: they admit no one
+ * new, and a slot is freed once its last permit and waiter are gone.
+ * seen[] has room for every slot.  Caller holds dir_lock exclusively.
+ */
+static void
+undefine_others(WorkloadRow *rows, int nrows, bool *seen)
+{
+	BulkheadShared *shared = bulkhead_shared;
+	int			r;
+	int			i;
+
+	memset(seen, 0, sizeof(bool) * shared->nslots);
+	for (r = 0; r < nrows; r++)
+	{
+		int			s = slot_of(rows[r].name);
+
+		if (s >= 0)
+			seen[s] = true;
+	}
+
+	for (i = 0; i < shared->nslots; i++)
+	{
+		BulkheadSlot *slot = &shared->slots[i];
+
+		if (!slot->in_use || seen[i])
+			continue;
+		LWLockAcquire(slot->lock, LW_EXCLUSIVE);
+		bulkhead_slot_undefine(slot);
+		LWLockRelease(slot->lock);
+	}
+}
+
+/*
+ * Make shared memory match the rows and the rules, in an order that never
+ * leaves a rule naming a workload that is not defined, so that a rename
+ * (ON UPDATE CASCADE) or a removal of a workload with its rules gives no
+ * classified session a 42704: first the workloads of rows are defined (the
+ * new ones too), then the rules replaced, then the workloads that are gone
+ * undefined.  Rows that found no free slot take, last, the slots that this
+ * load freed.  loaded says whether the rows are the table's contents
+ * (false: the table could not be read, nothing is defined).  Nothing here
+ * throws while a lock is held.
+ */
+static void
+apply_config(WorkloadRow *rows, int nrows, const BulkheadRuleList *rules,
+			 bool loaded)
+{
+	BulkheadShared *shared = bulkhead_shared;
+	bool	   *placed = palloc0(sizeof(bool) * Max(nrows, 1));
+	bool	   *seen = palloc(sizeof(bool) * shared->nslots);
+	int			skipped;
+
+	LWLockAcquire(shared->dir_lock, LW_EXCLUSIVE);
+	skipped = define_rows(rows, nrows, placed);
+	LWLockRelease(shared->dir_lock);
+
+	bulkhead_rules_apply(rules);
+
+	LWLockAcquire(shared->dir_lock, LW_EXCLUSIVE);
+	undefine_others(rows, nrows, seen);
+	if (skipped > 0)
+		skipped = define_rows(rows, nrows, placed);
+	shared->config_loaded = loaded;
+	shared->rows_pending = skipped > 0;
+	LWLockRelease(shared->dir_lock);
+
+	if (skipped > 0)
+		ereport(WARNING,
+				(errmsg("bulkhead: %d workloads were not loaded: all %d workload slots are in use",
+						skipped, shared->nslots),
+				 errdetail("Slots of deleted workloads are freed when their last permit is released."),
+				 errhint("Raise \"bulkhead.max_workloads\" and restart the server.")));
+	pfree(placed);
+	pfree(seen);
+}
+
+static void
+load_config(void)
+{
+	WorkloadRow *rows;
+	BulkheadRuleList rules;
+	int			nrows;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	pgstat_report_activity(STATE_RUNNING, "loading bulkhead workloads");
+	nrows = bulkhead_read_tables(&rows, &rules);
+	apply_config(rows, nrows, &rules, true);
+	CommitTransactionCommand();
+	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
+/* The last load failed: the next one is tried at the next tick */
+static bool load_failing = false;
+
+/*
+ * Load the tables; on an error, keep what shared memory holds and return
+ * false.  The worker's other duties (the reaper, adaptive limits) must not
+ * wait for the load: a lock on a table makes the load fail after
+ * lock_timeout (set at start) instead of stopping the worker, and the error
+ * is caught here (as autovacuum does for a table) rather than making the
+ * worker exit.  The failure is logged once until a load succeeds again.
+ */
+bool
+bulkhead_load_config(void)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	volatile bool loaded = true;
+
+	PG_TRY();
+	{
+		load_config();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		HOLD_INTERRUPTS();
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		MemoryContextSwitchTo(cxt);
+		bulkhead_tables_read_failed();
+		pgstat_report_activity(STATE_IDLE, NULL);
+		if (!load_failing)
+			ereport(LOG,
+					(errcode(edata->sqlerrcode),
+					 errmsg("bulkhead: could not load the workload definitions: %s",
+							edata->message),
+					 edata->detail ? errdetail_internal("%s", edata->detail) : 0,
+					 errhint("The definitions loaded before stay in force; the worker tries again every second.")));
+		FreeErrorData(edata);
+		load_failing = true;
+		loaded = false;
+		RESUME_INTERRUPTS();
+	}
+	PG_END_TRY();
+
+	if (loaded && load_failing)
+	{
+		ereport(LOG,
+				(errmsg("bulkhead: the workload definitions were loaded again")));
+		load_failing = false;
+	}
+	return loaded;
+}
+
+/*
+ * The worker could not connect to bulkhead.database (it does not exist, or
+ * was dropped): the definitions in shared memory have no table behind them
+ * any more, so none is kept.  Permits held and callers queued drain as after
+ * a DELETE.  The next start that connects loads the table again.
+ */
+void
+bulkhead_unload_config(void)
+{
+	BulkheadRuleList no_rules = {0, NULL};
+
+	apply_config(NULL, 0, &no_rules, false);
+}

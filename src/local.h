@@ -1,0 +1,67 @@
+/*-------------------------------------------------------------------------
+ *
+ * local.h
+ *	  This backend's own permits, its wait, and when they end (local.c).
+ *
+ * Owns backend-local state only: bulkhead_local[] (one element per shared
+ * permit entry of this backend, no lock needed), the count of held ones,
+ * the index of the entry it waits on, and the transaction, subtransaction
+ * and exit callbacks that end permits.  The shared entries themselves are
+ * changed through slot.c.  Called by permit.c, functions.c, gate.c,
+ * guard.c (the type only) and bulkhead.c (init).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BULKHEAD_LOCAL_H
+#define BULKHEAD_LOCAL_H
+
+#include "shmem.h"
+
+#include "miscadmin.h"
+#include "storage/proc.h"
+
+typedef struct BulkheadLocalPermit
+{
+	bool		held;			/* granted to this backend */
+	BulkheadScope scope;
+	SubTransactionId subid;		/* transaction scope: owning subxact */
+	int			workload;		/* slot index */
+	char		name[NAMEDATALEN];
+	int			statement_timeout_ms;	/* guards copied at grant */
+	int			lock_timeout_ms;
+	int			idle_timeout_ms;
+	TimestampTz acquired_in;	/* statement_timestamp() of the statement that
+								 * took it: a session permit is returned if
+								 * that statement fails (local.c) */
+} BulkheadLocalPermit;
+
+extern BulkheadLocalPermit *bulkhead_local;
+extern int	bulkhead_nheld;		/* how many of bulkhead_local[] are held */
+
+/* This backend's shared entry for local index li */
+static inline BulkheadEntry *
+bulkhead_my_entry(int li)
+{
+	return &bulkhead_backend_entries(BULKHEAD_MY_PROCNO)[li];
+}
+
+extern void bulkhead_local_init(void);
+extern void bulkhead_backend_init(void);
+extern int	bulkhead_free_local_index(void);
+extern int	bulkhead_local_index_by_slot(int slot);
+extern int	bulkhead_local_index_by_name(const char *name);
+extern void bulkhead_local_record_grant(int li, const BulkheadSlot *slot,
+										int slotno, BulkheadScope scope);
+
+/* The wait under way: the local index of its entry, or -1 */
+extern int	bulkhead_wait_index(void);
+extern void bulkhead_set_wait_index(int li);
+extern void bulkhead_wait_cleanup(void);
+extern bool bulkhead_end_wait_deadlocked(uint64 holders_stamp);
+
+extern void bulkhead_release_entry(int li);
+extern int	bulkhead_release_session_permits(void);
+extern void bulkhead_discard_session_permits(void);
+extern void bulkhead_keep_auto_over_commits(bool keep);
+
+#endif							/* BULKHEAD_LOCAL_H */

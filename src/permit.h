@@ -1,0 +1,21 @@
+/*-------------------------------------------------------------------------
+ *
+ * permit.h
+ *	  Taking a permit: admission, the FIFO wait, deadlock verdicts
+ *	  (permit.c).  Returning one is local.c's (bulkhead_release_entry).
+ *
+ * Called by functions.c (the SQL functions) and gate.c (transparent
+ * admission).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BULKHEAD_PERMIT_H
+#define BULKHEAD_PERMIT_H
+
+#include "shmem.h"
+
+extern bool bulkhead_acquire_permit(const char *name, int64 timeout_us,
+									bool use_default_timeout,
+									BulkheadScope scope, bool try_only);
+
+#endif							/* BULKHEAD_PERMIT_H */

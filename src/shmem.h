@@ -1,0 +1,218 @@
+/*-------------------------------------------------------------------------
+ *
+ * shmem.h
+ *	  The shared-memory layout of bulkhead and its lock protocol; finding
+ *	  a workload's slot; asking the worker to reload (shmem.c).
+ *
+ * BulkheadShared (one per cluster) holds a directory of workload slots and
+ * a table of permit entries, permits_per_backend per PGPROC.  Each piece of
+ * it has one owning module, its only writer:
+ *
+ *   piece                                     lock              owner
+ *   ----------------------------------------  ----------------  ----------
+ *   slot: in_use, name                        dir_lock + slot   slot.c
+ *   slot: defined, restored, config           slot->lock        slot.c
+ *   slot: current_limit                       slot->lock        slot.c
+ *   slot: running, queued, holders, waiters   slot->lock        slot.c
+ *   slot: stats                               slot->lock        slot.c
+ *   slot: dl_holders ... dl_interval_us       slot->lock        deadlock.c
+ *   every permit entry                        its slot's lock   slot.c
+ *   shared: config_loaded, rows_pending       dir_lock          loader.c
+ *   shared: config_requested, prepared_change atomic            shmem.c
+ *   shared: worker_procno                     none (see below)  shmem.c
+ *   shared: deadlock_checker                  atomic            deadlock.c
+ *   shared: sizes, lock pointers, arrays      set at start      shmem.c
+ *
+ * Other modules read under the lock named, and call the owner to change
+ * anything.  The owners' functions that need a slot lock expect the caller
+ * to hold it (a backend takes one lock per acquire or release).
+ *
+ * - The directory lock (shared->dir_lock) protects, in every slot: in_use,
+ *   name, and the assignment of a slot to a name.  It is taken exclusively
+ *   to add or remove workloads (the worker), shared to look a name up.  A
+ *   slot's name never changes while any permit entry points at the slot
+ *   (the slot stays in_use until it is drained).
+ * - Each slot's own LWLock (slot->lock) protects everything else in the
+ *   slot and every permit entry linked into its lists (state, since,
+ *   queued_at, the links).  Lock order: dir_lock before a slot lock; never
+ *   two slot locks at once.
+ * - A permit entry's workload field is set by its owner backend's call to
+ *   slot.c, under the slot lock of the workload it names, while the entry
+ *   is free; it is cleared (-1) under that same lock when the entry is
+ *   unlinked.
+ * - slot->current_limit is the limit every grant decision uses: the
+ *   configured max_running, or the adaptive limit.  After a lowering,
+ *   running may exceed it until holders release: nothing is preempted and
+ *   nothing new is granted meanwhile.
+ * - worker_procno is written by the worker only (at start and exit, through
+ *   shmem.c) and read without a lock (an aligned int).
+ * - deadlock_checker: the PGPROC number + 1 of the one backend running a
+ *   deadlock check, 0 when none does.  It is taken by compare-and-swap,
+ *   never waited for, and is not a lock: no LWLock is held while it is.
+ *
+ * Called by every module that reads shared state; calls no other module.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BULKHEAD_SHMEM_H
+#define BULKHEAD_SHMEM_H
+
+#include "bulkhead.h"
+#include "stats.h"
+
+#include "port/atomics.h"
+#include "storage/lwlock.h"
+
+#define BULKHEAD_MAX_ROLES		16
+
+/* A guard that is NULL in the table (leave the session's value alone) */
+#define BULKHEAD_NO_GUARD		(-1)
+
+/*---- GUC variables (shmem.c): where the worker reads, how big this is ----*/
+extern char *bulkhead_database;
+extern int	bulkhead_max_workloads;
+extern int	bulkhead_max_permits_per_backend;
+
+/* Permit scope, as shown in bulkhead_activity.scope */
+typedef enum BulkheadScope
+{
+	BULKHEAD_SCOPE_SESSION,
+	BULKHEAD_SCOPE_XACT,
+	BULKHEAD_SCOPE_AUTO
+} BulkheadScope;
+
+/* State of a permit entry in shared memory */
+typedef enum BulkheadEntryState
+{
+	BULKHEAD_ENTRY_FREE = 0,
+	BULKHEAD_ENTRY_WAITING,		/* linked in slot->waiters */
+	BULKHEAD_ENTRY_GRANTED		/* linked in slot->holders */
+} BulkheadEntryState;
+
+/* A workload's configuration, as the worker read it from the table */
+typedef struct BulkheadConfig
+{
+	int			max_running;
+	int			max_queued;
+	int64		queue_timeout_us;
+	int			statement_timeout_ms;	/* or BULKHEAD_NO_GUARD */
+	int			lock_timeout_ms;	/* or BULKHEAD_NO_GUARD */
+	int			idle_timeout_ms;	/* or BULKHEAD_NO_GUARD */
+	bool		shadow;
+	bool		adaptive;		/* the worker sets slot->current_limit */
+	int			min_running;	/* its floor (when max_running >= 1) */
+	int			nroles;			/* 0 = any role may acquire */
+	char		roles[BULKHEAD_MAX_ROLES][NAMEDATALEN];
+} BulkheadConfig;
+
+/* A list of permit entries linked by index (entry_list.h) */
+#define BULKHEAD_NO_ENTRY		(-1)
+typedef struct BulkheadEntryList
+{
+	int32		head;			/* entry index, or BULKHEAD_NO_ENTRY */
+	int32		tail;
+} BulkheadEntryList;
+
+/* One workload slot; see the header for who writes what, under which lock */
+typedef struct BulkheadSlot
+{
+	LWLock	   *lock;			/* this slot's lock (named tranche) */
+
+	/* protected by shared->dir_lock (writes also hold lock) */
+	bool		in_use;			/* assigned to name */
+	char		name[NAMEDATALEN];
+
+	/* protected by lock */
+	bool		defined;		/* present in the table at the last load */
+	bool		restored;		/* stats read back at start, table not read yet */
+	BulkheadConfig config;
+	int			current_limit;	/* the limit in force: config.max_running,
+								 * or the worker's choice when adaptive */
+	int			running;		/* entries in holders */
+	int			queued;			/* entries in waiters */
+	BulkheadEntryList holders;	/* GRANTED entries */
+	BulkheadEntryList waiters;	/* WAITING entries, FIFO */
+	BulkheadStats stats;
+
+	/*
+	 * Protected by lock, written by deadlock.c only: the last deadlock check
+	 * of a waiter here that found its wait able to end, which every waiter
+	 * of this workload may rely on while the holders stay the same.
+	 */
+	uint64		dl_holders;		/* the holders stamp it saw */
+	uint64		dl_holder_states;	/* what the holders waited for; 0: unsure */
+	TimestampTz dl_proved_at;	/* when it began; 0: none, or withdrawn */
+	int64		dl_interval_us; /* how long it may be relied on */
+} BulkheadSlot;
+
+/*
+ * One permit held or awaited by one backend; see the header for locking.
+ * Kept at 32 bytes (a backend has bulkhead.max_permits_per_backend of them).
+ */
+typedef struct BulkheadEntry
+{
+	int32		prev;			/* neighbours in the slot's holders or */
+	int32		next;			/* waiters list (entry_list.h) */
+	int32		pid;			/* owner's pid */
+	int16		workload;		/* slot index, or -1 when free */
+	uint8		state;			/* BulkheadEntryState */
+	uint8		scope;			/* BulkheadScope */
+	TimestampTz queued_at;		/* arrival (= since for an immediate grant) */
+	TimestampTz since;			/* entered its current state */
+} BulkheadEntry;
+
+StaticAssertDecl(sizeof(BulkheadEntry) == 32, "a permit entry should stay at 32 bytes");
+
+typedef struct BulkheadShared
+{
+	LWLock	   *dir_lock;
+	int			nslots;			/* bulkhead.max_workloads */
+	int			permits_per_backend;	/* bulkhead.max_permits_per_backend */
+	int			nbackends;		/* PGPROCs covered by entries */
+	bool		config_loaded;	/* dir_lock: worker loaded the table once */
+	bool		rows_pending;	/* dir_lock (read without it): the last load
+								 * found no free slot for some rows */
+	pg_atomic_uint64 config_requested;	/* bumped at commit of a change */
+	pg_atomic_uint32 prepared_change;	/* 1: a change was prepared, the
+										 * worker polls (catalog.c) */
+	int			worker_procno;	/* -1 when no worker runs */
+	pg_atomic_uint32 deadlock_checker;	/* procno + 1 of the backend that
+										 * runs a deadlock check, or 0 */
+	BulkheadSlot *slots;		/* nslots */
+	BulkheadEntry *entries;		/* nbackends * permits_per_backend */
+} BulkheadShared;
+
+extern BulkheadShared *bulkhead_shared;
+
+extern void bulkhead_shmem_init(void);
+extern void bulkhead_shmem_request(void);
+extern bool bulkhead_shmem_startup(void);
+extern void bulkhead_check_loaded(void);
+extern int	bulkhead_backend_count(void);
+extern int	bulkhead_find_slot(const char *name);
+
+/* The reload protocol between the tables' triggers and the worker */
+extern void bulkhead_request_reload(void);
+extern void bulkhead_note_prepared_change(void);
+extern bool bulkhead_take_prepared_change(void);
+extern bool bulkhead_prepared_change_pending(void);
+extern uint64 bulkhead_reload_requests(void);
+extern void bulkhead_set_worker(int procno);
+
+/* The permit entries of the backend that uses PGPROC number procno */
+static inline BulkheadEntry *
+bulkhead_backend_entries(int procno)
+{
+	Assert(procno >= 0 && procno < bulkhead_shared->nbackends);
+	return &bulkhead_shared->entries[procno * bulkhead_shared->permits_per_backend];
+}
+
+/* The PGPROC number of the backend that owns an entry */
+static inline int
+bulkhead_entry_procno(const BulkheadEntry *entry)
+{
+	return (int) (entry - bulkhead_shared->entries) /
+		bulkhead_shared->permits_per_backend;
+}
+
+#endif							/* BULKHEAD_SHMEM_H */

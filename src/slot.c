@@ -1,0 +1,408 @@
+/*-------------------------------------------------------------------------
+ *
+ * slot.c
+ *	  The only writer of a workload slot: its definition, limit, counts,
+ *	  holders and waiters lists, the permit entries linked into them, and
+ *	  its statistics.
+ *
+ * Every function here expects the caller to hold the slot's lock
+ * exclusively (and the directory lock for a change of name or in_use, see
+ * shmem.h) and never throws, so that no error can leave a slot half
+ * changed: decisions are made under the lock, errors are raised by the
+ * caller after it has released the lock, when the slot is whole again.
+ *
+ * A release hands its permit straight to the head waiter (the entry moves
+ * from waiters to holders and the running count does not drop), then sets
+ * that one backend's latch: bulkhead_slot_serve records whom to wake, and
+ * the caller wakes them once the lock is released.  The waiter only looks
+ * at its entry's state, so a newcomer can never overtake it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "slot.h"
+#include "entry_list.h"
+
+#include "miscadmin.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "utils/timestamp.h"
+
+/*
+ * Hand free permits to the head waiters, oldest first.  With wakeups given
+ * (initialised to n = 0), the first BULKHEAD_WAKE_BATCH granted are recorded
+ * there for the caller to wake with bulkhead_wake() after releasing the
+ * lock; any others, and all of them when wakeups is NULL (rare paths: limit
+ * raised, reaper), are woken at once.
+ */
+void
+bulkhead_slot_serve(BulkheadSlot *slot, BulkheadWakeups *wakeups)
+{
+	TimestampTz now = 0;
+
+	while (!entry_list_is_empty(&slot->waiters) &&
+		   (slot->config.shadow || slot->running < slot->current_limit))
+	{
+		BulkheadEntry *entry;
+
+		if (now == 0)
+			now = GetCurrentTimestamp();
+		entry = entry_at(slot->waiters.head);
+		entry_list_delete(&slot->waiters, entry);
+		slot->queued--;
+		entry->state = BULKHEAD_ENTRY_GRANTED;
+		entry->since = now;
+		entry_list_push_tail(&slot->holders, entry);
+		slot->running++;
+		if (slot->running > slot->stats.peak_running)
+			slot->stats.peak_running = slot->running;
+		/* the state is set before the latch (see latch.h) */
+		if (wakeups != NULL && wakeups->n < BULKHEAD_WAKE_BATCH)
+			wakeups->procnos[wakeups->n++] = bulkhead_entry_procno(entry);
+		else
+			SetLatch(&GetPGProcByNumber(bulkhead_entry_procno(entry))->procLatch);
+	}
+}
+
+/*
+ * Wake the backends bulkhead_slot_serve() recorded; call after releasing
+ * the slot lock.  A woken backend that has meanwhile seen its grant, or
+ * even exited, takes at worst a spurious wakeup, which every latch wait
+ * tolerates.
+ */
+void
+bulkhead_wake_all(BulkheadWakeups *wakeups)
+{
+	int			i;
+
+	for (i = 0; i < wakeups->n; i++)
+		SetLatch(&GetPGProcByNumber(wakeups->procnos[i])->procLatch);
+	wakeups->n = 0;
+}
+
+/* Remove an entry from its slot's list and free it */
+static void
+unlink_entry(BulkheadSlot *slot, BulkheadEntry *entry)
+{
+	if (entry->state == BULKHEAD_ENTRY_WAITING)
+	{
+		entry_list_delete(&slot->waiters, entry);
+		slot->queued--;
+	}
+	else
+	{
+		entry_list_delete(&slot->holders, entry);
+		slot->running--;
+	}
+	entry->state = BULKHEAD_ENTRY_FREE;
+	entry->workload = -1;
+	entry->pid = 0;
+}
+
+/*
+ * Did the last permit of a deleted workload just go, while the worker has
+ * rows waiting for a free slot?  Then the caller asks the worker to load
+ * them now (bulkhead_request_reload) rather than at its next poll.
+ */
+static bool
+slot_drained(BulkheadSlot *slot)
+{
+	return !slot->defined && slot->running == 0 && slot->queued == 0 &&
+		bulkhead_shared->rows_pending;
+}
+
+/* entry, free, starts holding or waiting */
+static void
+link_entry(BulkheadSlot *slot, int slotno, BulkheadEntry *entry,
+		   BulkheadScope scope, BulkheadEntryState state, TimestampTz now)
+{
+	Assert(entry->state == BULKHEAD_ENTRY_FREE);
+	entry->workload = slotno;
+	entry->pid = MyProcPid;
+	entry->scope = scope;
+	entry->state = state;
+	entry->queued_at = now;
+	entry->since = now;
+	if (state == BULKHEAD_ENTRY_GRANTED)
+	{
+		entry_list_push_tail(&slot->holders, entry);
+		slot->running++;
+		if (slot->running > slot->stats.peak_running)
+			slot->stats.peak_running = slot->running;
+	}
+	else
+	{
+		entry_list_push_tail(&slot->waiters, entry);
+		slot->queued++;
+		if (slot->queued > slot->stats.peak_queued)
+			slot->stats.peak_queued = slot->queued;
+	}
+}
+
+/* entry was just granted (at once or after a wait): count it */
+void
+bulkhead_slot_count_grant(BulkheadSlot *slot, BulkheadEntry *entry)
+{
+	uint64		waited = 0;
+
+	if (entry->since > entry->queued_at)
+		waited = entry->since - entry->queued_at;
+	slot->stats.acquired++;
+	bulkhead_stats_add_wait(&slot->stats, waited);
+}
+
+/*
+ * The admission decision of DESIGN.md for this backend's free entry,
+ * counting what it decides, and the entry linked as it decides (granted or
+ * queued).  config is the slot's configuration and limit its current_limit
+ * (the caller's copies, for its messages).  max_queued counts against the
+ * limit in force, not against max_running: the queue stays as long as the
+ * operator set it whatever the limit, so a lowered limit sheds load at once
+ * rather than queueing it for longer.
+ */
+BulkheadAdmit
+bulkhead_slot_admit(BulkheadSlot *slot, int slotno, BulkheadEntry *entry,
+					BulkheadScope scope, const BulkheadConfig *config,
+					int limit, int64 timeout_us, bool roles_checked,
+					TimestampTz now)
+{
+	if (config->nroles > 0 && !roles_checked)
+		return BULKHEAD_ADMIT_CHECK_ROLES;
+	if (config->shadow)
+	{
+		/* grant at once, but count what enforce mode would have done */
+		if (slot->running >= (int64) limit + config->max_queued)
+			slot->stats.shadow_rejected++;
+		else if (slot->running >= limit)
+			slot->stats.shadow_queued++;
+	}
+	else if ((int64) slot->running + slot->queued >= (int64) limit + config->max_queued)
+	{
+		slot->stats.rejected_full++;
+		return BULKHEAD_ADMIT_FULL;
+	}
+	else if (slot->queued != 0 || slot->running >= limit)
+	{
+		if (timeout_us <= 0)
+		{
+			slot->stats.timed_out++;
+			return BULKHEAD_ADMIT_ZERO_WAIT;
+		}
+		link_entry(slot, slotno, entry, scope, BULKHEAD_ENTRY_WAITING, now);
+		return BULKHEAD_ADMIT_QUEUED;
+	}
+	link_entry(slot, slotno, entry, scope, BULKHEAD_ENTRY_GRANTED, now);
+	bulkhead_slot_count_grant(slot, entry);
+	return BULKHEAD_ADMIT_GRANTED;
+}
+
+/* A waiter's deadline passed: it leaves the queue */
+void
+bulkhead_slot_time_out(BulkheadSlot *slot, BulkheadEntry *entry)
+{
+	unlink_entry(slot, entry);
+	slot->stats.timed_out++;
+}
+
+/*
+ * A holder returns its permit (held since entry->since, returned at now):
+ * the next waiter, if any, is served.  Returns whether the slot drained.
+ */
+bool
+bulkhead_slot_release(BulkheadSlot *slot, BulkheadEntry *entry,
+					  TimestampTz now, BulkheadWakeups *wakeups)
+{
+	slot->stats.released++;
+	bulkhead_stats_add_hold(&slot->stats, now > entry->since ? now - entry->since : 0);
+	unlink_entry(slot, entry);
+	if (!entry_list_is_empty(&slot->waiters))
+		bulkhead_slot_serve(slot, wakeups);
+	return slot_drained(slot);
+}
+
+/*
+ * A wait ends by an error (cancel, statement_timeout, terminate): a permit
+ * handed over meanwhile is passed on to the next waiter.  Returns whether
+ * the slot drained.
+ */
+bool
+bulkhead_slot_cancel_wait(BulkheadSlot *slot, BulkheadEntry *entry,
+						  BulkheadWakeups *wakeups)
+{
+	slot->stats.cancelled++;
+	unlink_entry(slot, entry);
+	if (!entry_list_is_empty(&slot->waiters))
+		bulkhead_slot_serve(slot, wakeups);
+	return slot_drained(slot);
+}
+
+/*
+ * End a wait that the deadlock check found deadlocked, after a last check
+ * that it still stands as the search saw it: still WAITING (never granted
+ * meanwhile), the same holders (holders_stamp) and no free permit.
+ * Returns false, changing nothing, when one of these fails.
+ */
+bool
+bulkhead_slot_end_wait_deadlocked(BulkheadSlot *slot, BulkheadEntry *entry,
+								  uint64 holders_stamp,
+								  BulkheadWakeups *wakeups, bool *drained)
+{
+	*drained = false;
+	if (entry->state != BULKHEAD_ENTRY_WAITING ||
+		slot->config.shadow ||
+		slot->running < slot->current_limit ||
+		bulkhead_slot_holders_stamp(slot) != holders_stamp)
+		return false;
+	slot->stats.deadlocks++;
+	unlink_entry(slot, entry);
+	if (!entry_list_is_empty(&slot->waiters))
+		bulkhead_slot_serve(slot, wakeups);
+	*drained = slot_drained(slot);
+	return true;
+}
+
+/*
+ * Free the entry of a process that is gone (the reaper, or a backend that
+ * finds its PGPROC's entries left behind), counting it as released or
+ * cancelled.  The caller serves the queue after.
+ */
+void
+bulkhead_slot_drop_entry(BulkheadSlot *slot, BulkheadEntry *entry)
+{
+	if (entry->state == BULKHEAD_ENTRY_GRANTED)
+		slot->stats.released++;
+	else
+		slot->stats.cancelled++;
+	unlink_entry(slot, entry);
+}
+
+/*
+ * A value that changes when the holders change (who holds, and since when):
+ * the deadlock check compares what it saw with what is.  Caller holds
+ * slot->lock, shared at least.
+ */
+uint64
+bulkhead_slot_holders_stamp(const BulkheadSlot *slot)
+{
+	BulkheadEntry *entry;
+	uint64		stamp = 0;
+
+	/* a sum: independent of the order of the list */
+	entry_list_foreach(entry, &slot->holders)
+		stamp += bulkhead_mix64(((uint64) entry_index(entry) << 1 | 1) ^
+								bulkhead_mix64((uint64) entry->since));
+	return stamp;
+}
+
+/* A new limit: raising it serves the queue now; lowering preempts no one */
+void
+bulkhead_slot_set_limit(BulkheadSlot *slot, int limit)
+{
+	int			old = slot->current_limit;
+
+	slot->current_limit = limit;
+	if (limit > old)
+		bulkhead_slot_serve(slot, NULL);
+}
+
+/*
+ * The worker's load: slot takes workload name (it has it already, or was
+ * free) with config and limit.  A higher limit, or a switch to shadow
+ * mode, serves waiters now.  Caller holds dir_lock and slot->lock
+ * exclusively.
+ */
+void
+bulkhead_slot_define(BulkheadSlot *slot, const char *name,
+					 const BulkheadConfig *config, int limit)
+{
+	if (!slot->in_use)
+	{
+		slot->in_use = true;
+		strlcpy(slot->name, name, NAMEDATALEN);
+		bulkhead_stats_clear(&slot->stats);
+	}
+	else if (!slot->defined && !slot->restored &&
+			 slot->running == 0 && slot->queued == 0)
+	{
+		/* deleted and re-created: a new workload, with fresh figures */
+		bulkhead_stats_clear(&slot->stats);
+	}
+	slot->current_limit = limit;
+	slot->defined = true;
+	slot->restored = false;
+	slot->config = *config;
+	bulkhead_slot_serve(slot, NULL);
+}
+
+/*
+ * The workload is gone from the table: it admits no one new, and the slot
+ * is freed once its last permit and waiter are gone (here, or at the load
+ * after).  Caller holds dir_lock and slot->lock exclusively.
+ */
+void
+bulkhead_slot_undefine(BulkheadSlot *slot)
+{
+	slot->defined = false;
+	slot->restored = false;
+	if (slot->running == 0 && slot->queued == 0)
+	{
+		slot->in_use = false;
+		slot->name[0] = '\0';
+	}
+}
+
+/* bulkhead_stats_reset: clear the cumulative figures; peaks start from now */
+void
+bulkhead_slot_reset_stats(BulkheadSlot *slot)
+{
+	bulkhead_stats_clear(&slot->stats);
+	slot->stats.peak_running = slot->running;
+	slot->stats.peak_queued = slot->queued;
+}
+
+/*
+ * The reaper: free the entries of processes that ended without releasing
+ * them (a safety net: every exit path of a backend releases its own), then
+ * serve the queue.  Returns how many entries it freed.
+ */
+int
+bulkhead_slot_reap(BulkheadSlot *slot)
+{
+	BulkheadEntryList *lists[2] = {&slot->holders, &slot->waiters};
+	int			reaped = 0;
+	int			l;
+
+	for (l = 0; l < 2; l++)
+	{
+		int32		e;
+		int32		next;
+
+		for (e = lists[l]->head; e != BULKHEAD_NO_ENTRY; e = next)
+		{
+			BulkheadEntry *entry = entry_at(e);
+
+			next = entry->next; /* read before the entry is unlinked */
+			if (GetPGProcByNumber(bulkhead_entry_procno(entry))->pid == entry->pid)
+				continue;
+			reaped++;
+			bulkhead_slot_drop_entry(slot, entry);
+		}
+	}
+	bulkhead_slot_serve(slot, NULL);
+	return reaped;
+}
+
+/*
+ * At shared-memory creation (postmaster, nothing else runs yet): a
+ * workload's figures saved at the last clean shutdown, in a slot that stays
+ * undefined until the worker reads the table.
+ */
+void
+bulkhead_slot_restore(BulkheadSlot *slot, const char *name,
+					  const BulkheadStats *stats)
+{
+	slot->in_use = true;
+	slot->defined = false;
+	slot->restored = true;
+	strlcpy(slot->name, name, NAMEDATALEN);
+	slot->stats = *stats;
+}

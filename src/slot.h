@@ -1,0 +1,95 @@
+/*-------------------------------------------------------------------------
+ *
+ * slot.h
+ *	  A workload slot's state and the permit entries in its lists (slot.c).
+ *
+ * slot.c is the only writer of a slot's name and definition, its counts,
+ * its holders and waiters lists and the entries linked into them, its
+ * limit and its statistics (shmem.h has the table of owners).  Callers
+ * hold the locks each function names: a slot's lock exclusively for every
+ * change (dir_lock too for the directory), so that a backend's acquire or
+ * release takes one lock once.  Nothing here throws.
+ *
+ * Called by local.c and permit.c (a backend's own permits), deadlock.c
+ * (holders stamp), loader.c and adaptive.c (definitions and limits),
+ * worker.c (the reaper), views.c (stats reset), statsfile.c (restore).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BULKHEAD_SLOT_H
+#define BULKHEAD_SLOT_H
+
+#include "shmem.h"
+
+/*
+ * Backends granted a permit under a slot lock, to be woken once the lock is
+ * released: a waiter woken while the lock is still held would run, find the
+ * lock taken and sleep again on it, two context switches per hand-off.
+ */
+#define BULKHEAD_WAKE_BATCH		8
+typedef struct BulkheadWakeups
+{
+	int			n;
+	int			procnos[BULKHEAD_WAKE_BATCH];
+} BulkheadWakeups;
+
+/* What admission decided for a caller, under the slot lock */
+typedef enum BulkheadAdmit
+{
+	BULKHEAD_ADMIT_GRANTED,		/* the permit is taken at once */
+	BULKHEAD_ADMIT_QUEUED,		/* the caller waits in the FIFO */
+	BULKHEAD_ADMIT_FULL,		/* B+Q taken: rejected at once */
+	BULKHEAD_ADMIT_ZERO_WAIT,	/* a wait was needed, and none was allowed */
+	BULKHEAD_ADMIT_CHECK_ROLES	/* check the roles (no lock), then decide again */
+} BulkheadAdmit;
+
+/* Caller holds slot->lock.  Is slot the defined workload called name? */
+static inline bool
+bulkhead_slot_matches(const BulkheadSlot *slot, const char *name)
+{
+	return slot->in_use && slot->defined && strcmp(slot->name, name) == 0;
+}
+
+/* A backend's acquire, wait and release (caller holds slot->lock) */
+extern BulkheadAdmit bulkhead_slot_admit(BulkheadSlot *slot, int slotno,
+										 BulkheadEntry *entry,
+										 BulkheadScope scope,
+										 const BulkheadConfig *config,
+										 int limit, int64 timeout_us,
+										 bool roles_checked, TimestampTz now);
+extern void bulkhead_slot_count_grant(BulkheadSlot *slot, BulkheadEntry *entry);
+extern void bulkhead_slot_time_out(BulkheadSlot *slot, BulkheadEntry *entry);
+extern bool bulkhead_slot_release(BulkheadSlot *slot, BulkheadEntry *entry,
+								  TimestampTz now, BulkheadWakeups *wakeups);
+extern bool bulkhead_slot_cancel_wait(BulkheadSlot *slot, BulkheadEntry *entry,
+									  BulkheadWakeups *wakeups);
+extern bool bulkhead_slot_end_wait_deadlocked(BulkheadSlot *slot,
+											  BulkheadEntry *entry,
+											  uint64 holders_stamp,
+											  BulkheadWakeups *wakeups,
+											  bool *drained);
+extern void bulkhead_slot_drop_entry(BulkheadSlot *slot, BulkheadEntry *entry);
+extern uint64 bulkhead_slot_holders_stamp(const BulkheadSlot *slot);
+
+/* Serving the queue, and waking whom it served (after the lock) */
+extern void bulkhead_slot_serve(BulkheadSlot *slot, BulkheadWakeups *wakeups);
+extern void bulkhead_wake_all(BulkheadWakeups *wakeups);
+
+static inline void
+bulkhead_wake(BulkheadWakeups *wakeups)
+{
+	if (wakeups->n > 0)
+		bulkhead_wake_all(wakeups);
+}
+
+/* The worker's and the SQL functions' changes */
+extern void bulkhead_slot_set_limit(BulkheadSlot *slot, int limit);
+extern void bulkhead_slot_define(BulkheadSlot *slot, const char *name,
+								 const BulkheadConfig *config, int limit);
+extern void bulkhead_slot_undefine(BulkheadSlot *slot);
+extern void bulkhead_slot_reset_stats(BulkheadSlot *slot);
+extern int	bulkhead_slot_reap(BulkheadSlot *slot);
+extern void bulkhead_slot_restore(BulkheadSlot *slot, const char *name,
+								  const BulkheadStats *stats);
+
+#endif							/* BULKHEAD_SLOT_H */

@@ -1,0 +1,422 @@
+/*-------------------------------------------------------------------------
+ *
+ * tables.c
+ *	  Reading the configuration tables, bulkhead_workload and bulkhead_rule,
+ *	  for the worker's load (loader.c).
+ *
+ * Only the extension's own tables are read (members of the extension,
+ * found by OID, not by name: catalog.c), and only after their columns were
+ * checked to have the types the extension's version created.  The queries
+ * run under search_path = pg_catalog, pg_temp and name every function,
+ * operator and type with its schema besides, so that nothing a user made
+ * is ever run here: the worker runs as the bootstrap superuser.
+ *
+ * Owns no shared state; takes (and may give back) the note of a prepared
+ * change through shmem.c.  Called by loader.c only.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "tables.h"
+#include "catalog.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/inet.h"
+#include "utils/snapmgr.h"
+
+
+
+/* Milliseconds guard column: NULL -> no guard */
+static int
+guard_column(HeapTuple tuple, TupleDesc desc, int col)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(tuple, desc, col, &isnull);
+
+	if (isnull)
+		return BULKHEAD_NO_GUARD;
+	/* a setting holds at most INT_MAX ms */
+	return (int) Min(DatumGetFloat8(d), (double) INT_MAX);
+}
+
+static void
+read_row(HeapTuple tuple, TupleDesc desc, WorkloadRow *row)
+{
+	BulkheadConfig *c = &row->config;
+	bool		isnull;
+	Datum		roles;
+	Datum		name;
+
+	memset(row, 0, sizeof(WorkloadRow));
+	/* NOT NULL in the table; the other columns read NULL as 0 */
+	name = SPI_getbinval(tuple, desc, 1, &isnull);
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NOT_NULL_VIOLATION),
+				 errmsg("a row of table \"bulkhead_workload\" has no name")));
+	strlcpy(row->name, TextDatumGetCString(name), NAMEDATALEN);
+	c->max_running = DatumGetInt32(SPI_getbinval(tuple, desc, 2, &isnull));
+	c->max_queued = DatumGetInt32(SPI_getbinval(tuple, desc, 3, &isnull));
+	c->queue_timeout_us = (int64) Min(DatumGetFloat8(SPI_getbinval(tuple, desc, 4, &isnull)),
+									  (double) (PG_INT64_MAX / 2));
+	c->statement_timeout_ms = guard_column(tuple, desc, 5);
+	c->lock_timeout_ms = guard_column(tuple, desc, 6);
+	c->idle_timeout_ms = guard_column(tuple, desc, 7);
+	c->shadow = DatumGetBool(SPI_getbinval(tuple, desc, 8, &isnull));
+	c->adaptive = DatumGetBool(SPI_getbinval(tuple, desc, 10, &isnull));
+	c->min_running = DatumGetInt32(SPI_getbinval(tuple, desc, 11, &isnull));
+
+	roles = SPI_getbinval(tuple, desc, 9, &isnull);
+	if (!isnull)
+	{
+		Datum	   *elems;
+		bool	   *nulls;
+		int			n;
+		int			i;
+
+		deconstruct_array(DatumGetArrayTypeP(roles), TEXTOID, -1, false,
+						  TYPALIGN_INT, &elems, &nulls, &n);
+		for (i = 0; i < n && c->nroles < BULKHEAD_MAX_ROLES; i++)
+			if (!nulls[i])
+				strlcpy(c->roles[c->nroles++], TextDatumGetCString(elems[i]),
+						NAMEDATALEN);
+	}
+}
+
+/*
+ * The columns read from bulkhead_workload, in the order of the query in
+ * read_table; the last two are new in 1.1 (adaptive limits).
+ */
+static const struct
+{
+	const char *name;
+	Oid			type;
+}			workload_columns[] =
+{
+	{"name", TEXTOID},
+	{"max_running", INT4OID},
+	{"max_queued", INT4OID},
+	{"queue_timeout", INTERVALOID},
+	{"statement_timeout", INTERVALOID},
+	{"lock_timeout", INTERVALOID},
+	{"idle_timeout", INTERVALOID},
+	{"mode", TEXTOID},
+	{"roles", TEXTARRAYOID},
+	{"adaptive", BOOLOID},
+	{"min_running", INT4OID}
+};
+
+#define NUM_WORKLOAD_COLUMNS	((int) lengthof(workload_columns))
+#define NUM_1_0_COLUMNS			(NUM_WORKLOAD_COLUMNS - 2)
+
+/*
+ * Has the extension's table the columns of 1.1's adaptive limit?  An
+ * extension still at 1.0 (not updated yet) has not: its workloads are not
+ * adaptive.  Every column read must have the type its version created.
+ */
+static bool
+check_workload_columns(Oid relid)
+{
+	bool		adaptive;
+	int			i;
+
+	for (i = 0; i < NUM_1_0_COLUMNS; i++)
+		(void) bulkhead_check_column(relid, workload_columns[i].name,
+									 workload_columns[i].type, false);
+	adaptive = bulkhead_check_column(relid, "adaptive", BOOLOID, true);
+	if (adaptive)
+		(void) bulkhead_check_column(relid, "min_running", INT4OID, false);
+	return adaptive;
+}
+
+/*
+ * Is a transaction prepared in this database?  One that changed a
+ * configuration table is loaded only once COMMIT PREPARED made it visible,
+ * so the worker polls while any is left (see catalog.c).  The caller is
+ * connected to SPI and has a snapshot pushed.
+ */
+static bool
+prepared_xacts_exist(void)
+{
+	char		query[256];
+	bool		isnull;
+
+	snprintf(query, sizeof(query),
+			 "SELECT pg_catalog.count(*) OPERATOR(pg_catalog.>) 0"
+			 " FROM pg_catalog.pg_prepared_xact() p"
+			 " WHERE p.dbid OPERATOR(pg_catalog.=) '%u'::pg_catalog.oid",
+			 MyDatabaseId);
+	if (SPI_execute(query, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not look up the prepared transactions");
+	return DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+									  SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+/* The worker took the note of a prepared change and has not yet looked */
+static bool prepared_check_pending = false;
+
+/*
+ * A change prepared, then committed: the note is cleared first, so that a
+ * PREPARE after the look sets it again; looked at before the snapshot that
+ * reads the tables is taken, so that a COMMIT PREPARED that ended before
+ * the look is in it (the transaction is read committed, see worker.c).
+ * The caller is connected to SPI.
+ */
+static void
+look_at_prepared_changes(void)
+{
+	if (!bulkhead_take_prepared_change())
+		return;
+	prepared_check_pending = true;
+	PushActiveSnapshot(GetTransactionSnapshot());
+	if (prepared_xacts_exist())
+		bulkhead_note_prepared_change();
+	PopActiveSnapshot();
+	prepared_check_pending = false;
+}
+
+/* A text column into a name-sized buffer; false if NULL */
+static bool
+text_column(HeapTuple tuple, TupleDesc desc, int col, char *buf)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(tuple, desc, col, &isnull);
+
+	if (isnull)
+		return false;
+	strlcpy(buf, TextDatumGetCString(d), NAMEDATALEN);
+	return true;
+}
+
+/* The columns read from bulkhead_rule, in the order of the query below */
+static const struct
+{
+	const char *name;
+	Oid			type;
+}			rule_columns[] =
+{
+	{"position", INT4OID},
+	{"role", TEXTOID},
+	{"database", TEXTOID},
+	{"application_name", TEXTOID},
+	{"client_addr", INETOID},
+	{"workload", TEXTOID}
+};
+
+#define NUM_RULE_COLUMNS	((int) lengthof(rule_columns))
+
+/*
+ * Read bulkhead_rule of the extension, if it has one: only its own table
+ * (a member of the extension, from 1.1 on), so that a relation of that name
+ * made by someone else next to a 1.0 install is never read, nor a function
+ * of theirs run; and only columns of the types 1.1 created.  The caller is
+ * connected to SPI, with the snapshot it read bulkhead_workload with;
+ * out->rules is allocated in cxt, zeroed, so that two equal sets compare
+ * equal bytewise.
+ */
+static void
+read_rules(const BulkheadExtension *ext, MemoryContext cxt,
+		   BulkheadRuleList *out)
+{
+	static bool warned_truncated = false;
+	StringInfoData query;
+	Oid			relid;
+	Oid			types[NUM_RULE_COLUMNS];
+	int			n;
+	int			i;
+
+	out->nrules = 0;
+	out->rules = NULL;
+
+	if (!bulkhead_version_at_least(ext, 1, 1))
+		return;					/* 1.0 has no rules */
+	relid = bulkhead_extension_table(ext, "bulkhead_rule");
+	if (!OidIsValid(relid))
+		return;
+
+	for (i = 0; i < NUM_RULE_COLUMNS; i++)
+	{
+		(void) bulkhead_check_column(relid, rule_columns[i].name,
+									 rule_columns[i].type, false);
+		types[i] = rule_columns[i].type;
+	}
+
+	/* the columns' types are all of pg_catalog: their ordering is too */
+	initStringInfo(&query);
+	appendStringInfo(&query,
+					 "SELECT position, role, database, application_name,"
+					 " client_addr, workload FROM %s ORDER BY position",
+					 bulkhead_qualified_table_name(relid));
+	if (SPI_execute(query.data, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read table \"bulkhead_rule\"");
+	bulkhead_check_result_types(SPI_tuptable->tupdesc, types,
+								NUM_RULE_COLUMNS, "bulkhead_rule");
+
+	n = (int) SPI_processed;
+	if (n > bulkhead_max_rules)
+	{
+		/* only where the triggers did not run: a standby set lower */
+		if (!warned_truncated)
+			ereport(WARNING,
+					(errmsg("bulkhead: only the first %d of %d rules were loaded",
+							bulkhead_max_rules, n),
+					 errhint("Raise \"bulkhead.max_rules\" and restart the server.")));
+		warned_truncated = true;
+		n = bulkhead_max_rules;
+	}
+	else
+		warned_truncated = false;
+
+	out->rules = MemoryContextAllocZero(cxt, sizeof(BulkheadRule) * Max(n, 1));
+	for (i = 0; i < n; i++)
+	{
+		HeapTuple	tuple = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		BulkheadRule *rule = &out->rules[i];
+		bool		isnull;
+		Datum		addr;
+
+		rule->position = DatumGetInt32(SPI_getbinval(tuple, desc, 1, &isnull));
+		rule->has_role = text_column(tuple, desc, 2, rule->role);
+		rule->has_database = text_column(tuple, desc, 3, rule->database);
+		rule->has_application_name = text_column(tuple, desc, 4,
+												 rule->application_name);
+		addr = SPI_getbinval(tuple, desc, 5, &isnull);
+		if (!isnull)
+		{
+			inet	   *value = DatumGetInetP(addr);	/* 4-byte header */
+
+			if (VARSIZE(value) > sizeof(inet))
+				elog(ERROR, "unexpected size of an inet value");
+			memcpy(&rule->client_addr, value, VARSIZE(value));
+			rule->has_client_addr = true;
+		}
+		(void) text_column(tuple, desc, 6, rule->workload);
+	}
+	out->nrules = n;
+}
+
+/*
+ * Read the extension's bulkhead_workload (its own table, its columns of
+ * the types its version created) into *rows_out, allocated in cxt.
+ * Returns the number of rows.  The caller is connected to SPI, with a
+ * snapshot pushed.
+ */
+static int
+read_workloads(const BulkheadExtension *ext, MemoryContext cxt,
+			   WorkloadRow **rows_out)
+{
+	Oid			relid = bulkhead_extension_table(ext, "bulkhead_workload");
+	Oid			types[NUM_WORKLOAD_COLUMNS];
+	bool		adaptive;
+	StringInfoData query;
+	WorkloadRow *rows;
+	int			nrows;
+	int			i;
+
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("extension \"bulkhead\" has no table \"bulkhead_workload\""),
+				 errhint("Drop and re-create the extension.")));
+	adaptive = check_workload_columns(relid);
+	for (i = 0; i < NUM_WORKLOAD_COLUMNS; i++)
+		types[i] = workload_columns[i].type;
+	/* the queries' intervals are read as float8 */
+	for (i = 3; i <= 6; i++)
+		types[i] = FLOAT8OID;
+	types[7] = BOOLOID;
+
+	initStringInfo(&query);
+	appendStringInfo(&query,
+					 "SELECT name, max_running, max_queued,"
+					 " pg_catalog.ceil(EXTRACT(epoch FROM queue_timeout) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.float8,"
+					 " pg_catalog.ceil(EXTRACT(epoch FROM statement_timeout) OPERATOR(pg_catalog.*) 1000)::pg_catalog.float8,"
+					 " pg_catalog.ceil(EXTRACT(epoch FROM lock_timeout) OPERATOR(pg_catalog.*) 1000)::pg_catalog.float8,"
+					 " pg_catalog.ceil(EXTRACT(epoch FROM idle_timeout) OPERATOR(pg_catalog.*) 1000)::pg_catalog.float8,"
+					 " mode OPERATOR(pg_catalog.=) 'shadow'::pg_catalog.text, roles, %s"
+					 " FROM %s ORDER BY name",
+					 adaptive ? "adaptive, min_running" :
+					 "false, 1",
+					 bulkhead_qualified_table_name(relid));
+	if (SPI_execute(query.data, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read table \"bulkhead_workload\"");
+	bulkhead_check_result_types(SPI_tuptable->tupdesc, types,
+								NUM_WORKLOAD_COLUMNS, "bulkhead_workload");
+
+	nrows = (int) SPI_processed;
+	rows = MemoryContextAlloc(cxt, sizeof(WorkloadRow) * Max(nrows, 1));
+	for (i = 0; i < nrows; i++)
+		read_row(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, &rows[i]);
+	*rows_out = rows;
+	return nrows;
+}
+
+/*
+ * Read the table (if the extension exists in this database) into rows, and
+ * the rules into rules_out, allocated in the caller's memory context.
+ * Returns the number of rows.
+ *
+ * Only the extension's own tables are read (members of the extension,
+ * found by OID, not by name), and only after their columns were checked to
+ * have the types the extension's version created.  The queries run under
+ * search_path = pg_catalog, pg_temp and name every function, operator and
+ * type with its schema besides, so that nothing a user made is ever run
+ * here: the worker runs as the bootstrap superuser.
+ */
+int
+bulkhead_read_tables(WorkloadRow **rows_out, BulkheadRuleList *rules_out)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	WorkloadRow *rows = NULL;
+	int			nrows = 0;
+	static bool warned_missing = false;
+	BulkheadExtension ext;
+
+	rules_out->nrules = 0;
+	rules_out->rules = NULL;
+	SPI_connect();
+
+	look_at_prepared_changes();
+
+	PushActiveSnapshot(GetTransactionSnapshot());
+
+	if (!bulkhead_find_extension(&ext))
+	{
+		if (!warned_missing)
+			ereport(LOG,
+					(errmsg("bulkhead: extension \"bulkhead\" is not installed in database \"%s\"; no workloads are defined",
+							bulkhead_database),
+					 errhint("Run CREATE EXTENSION bulkhead in database \"%s\".",
+							 bulkhead_database)));
+		warned_missing = true;
+	}
+	else
+	{
+		warned_missing = false;
+		nrows = read_workloads(&ext, caller, &rows);
+		read_rules(&ext, caller, rules_out);
+	}
+
+	SPI_finish();
+	PopActiveSnapshot();
+	*rows_out = rows;
+	return nrows;
+}
+
+/*
+ * A load failed (its transaction aborted): a look at the prepared
+ * transactions that did not finish is done again next time.
+ */
+void
+bulkhead_tables_read_failed(void)
+{
+	if (prepared_check_pending)
+	{
+		bulkhead_note_prepared_change();
+		prepared_check_pending = false;
+	}
+}
