@@ -335,7 +335,7 @@ is(sample('pg_exporter_last_scrape_error'),
 my %expected_types = (
 	(map { ("bulkhead_$_" => 'gauge') }
 		  qw(max_running max_queued running queued peak_running peak_queued
-		  current_limit
+		  current_limit config_min_running config_adaptive
 		  wait_time_max_seconds stats_reset_timestamp_seconds
 		  wait_time_seconds hold_time_seconds activity_backends)),
 	(map { ("bulkhead_${_}_total" => 'counter') }
@@ -387,6 +387,14 @@ metric_is("bulkhead_$_", \%sh, $expect_sh{$_}) for sort keys %expect_sh;
 my %ad = (workload => 'ad', mode => 'enforce');
 metric_is('bulkhead_max_running', \%ad, 6);
 metric_is('bulkhead_current_limit', \%ad, 2);
+
+# the bounds from bulkhead_workload (query bulkhead_config): min_running
+# and whether the workload is adaptive
+metric_is('bulkhead_config_min_running', \%ad, 1);
+metric_is('bulkhead_config_adaptive', \%ad, 1);
+metric_is('bulkhead_config_min_running', \%w, 1);
+metric_is('bulkhead_config_adaptive', \%w, 0);
+metric_is('bulkhead_config_adaptive', \%sh, 0);
 
 # activity: one running and one queued on w, zeros on sh
 metric_is('bulkhead_activity_backends', { workload => 'w', state => 'running' }, 1);

@@ -5,10 +5,18 @@
 #   1. promtool check rules ../bulkhead-alerts.yaml
 #   2. promtool test rules bulkhead-alerts.test.yaml (fixture series ->
 #      the alerts that must fire, and those that must not)
-#   3. the unit tests catch a broken rule: in a copy of the rules whose
-#      rejection rule reads a metric that does not exist (rejected_total for
-#      rejected_full_total), promtool test rules must fail, and say so about
-#      BulkheadCallersRejected.
+#   3. the unit tests catch broken rules: in a copy of the rules broken on
+#      purpose, promtool test rules must fail, and say so about the alert
+#      and workload concerned:
+#      - the rejection rule reads a metric that does not exist
+#        (rejected_total for rejected_full_total): BulkheadCallersRejected;
+#      - BulkheadAdaptiveLimitAtMin no longer asks for callers waiting
+#        (average queue >= 0 instead of >= 1): it fires for "idle", at
+#        min_running with nobody waiting (a firing alert no test expects);
+#      - BulkheadAdaptiveLimitAtMin holds 10 minutes instead of 15: it fires
+#        for "dip", at min_running for 14 minutes only (likewise);
+#      - BulkheadAdaptiveLimitAtMin reads a misspelt min_running metric: it
+#        never fires ("hot" is missing at 15 minutes).
 #
 # Ends with "N passed, N failed"; exit status 0 only if all passed.
 #
@@ -44,28 +52,50 @@ rc=0
 "$PROMTOOL" test rules "$TESTS" || rc=$?
 check "promtool test rules bulkhead-alerts.test.yaml" "$rc"
 
-# A deliberately broken copy: rules and tests side by side in a scratch
+# Deliberately broken copies: rules and tests side by side in a scratch
 # directory, the tests pointing at the broken rules.
 tmp=$(mktemp -d -t bulkhead-alerts.XXXXXX)
 trap 'rm -rf -- "$tmp"' EXIT
 mkdir "$tmp/tests"
-sed 's/rate(bulkhead_rejected_full_total\[/rate(bulkhead_rejected_total[/' "$RULES" \
-    >"$tmp/bulkhead-alerts.yaml"
 cp "$TESTS" "$tmp/tests/"
-rc=0
-if cmp -s "$RULES" "$tmp/bulkhead-alerts.yaml"; then
-    echo "the rules file no longer has rate(bulkhead_rejected_full_total[: fix this test"
-    rc=1
-else
-    "$PROMTOOL" check rules "$tmp/bulkhead-alerts.yaml" >/dev/null ||
-        { echo "the broken copy is not even valid"; rc=1; }
-    out=$("$PROMTOOL" test rules "$tmp/tests/bulkhead-alerts.test.yaml" 2>&1) &&
-        { echo "promtool test rules passed with the broken rule"; rc=1; }
-    printf '%s\n' "$out" | sed -n '1,12p'
-    grep -q 'alertname: BulkheadCallersRejected' <<<"$out" ||
-        { echo "the failure does not name BulkheadCallersRejected"; rc=1; }
-fi
-check "a rule reading a wrong metric name fails the unit tests" "$rc"
+
+# broken NAME SED_SCRIPT PATTERN: the rules edited by SED_SCRIPT must differ
+# from the real ones, still be valid, and fail the unit tests with an output
+# that matches PATTERN (grep -E).
+broken() {
+    local name=$1 script=$2 pattern=$3 out rc=0
+    sed "$script" "$RULES" >"$tmp/bulkhead-alerts.yaml"
+    if cmp -s "$RULES" "$tmp/bulkhead-alerts.yaml"; then
+        echo "sed '$script' no longer changes the rules file: fix this test"
+        rc=1
+    else
+        "$PROMTOOL" check rules "$tmp/bulkhead-alerts.yaml" >/dev/null ||
+            { echo "the broken copy is not even valid"; rc=1; }
+        out=$("$PROMTOOL" test rules "$tmp/tests/bulkhead-alerts.test.yaml" 2>&1) &&
+            { echo "promtool test rules passed with the broken rule"; rc=1; }
+        printf '%s\n' "$out" | sed -n '1,4p'
+        if grep -Eq -- "$pattern" <<<"$out"; then
+            echo "    ..."
+            grep -E -m1 -- "$pattern" <<<"$out" | cut -c1-240
+        else
+            echo "the failure does not match: $pattern"; rc=1
+        fi
+    fi
+    check "$name" "$rc"
+}
+
+broken "a rule reading a wrong metric name fails the unit tests" \
+    's/rate(bulkhead_rejected_full_total\[/rate(bulkhead_rejected_total[/' \
+    'alertname: BulkheadCallersRejected'
+broken "BulkheadAdaptiveLimitAtMin without its queue condition fails the unit tests" \
+    's/avg_over_time(bulkhead_queued\[5m\]) >= 1$/avg_over_time(bulkhead_queued[5m]) >= 0/' \
+    'alertname="BulkheadAdaptiveLimitAtMin".*workload="idle"'
+broken "BulkheadAdaptiveLimitAtMin held 10 minutes instead of 15 fails the unit tests" \
+    '/alert: BulkheadAdaptiveLimitAtMin/,/for:/s/for: 15m/for: 10m/' \
+    'alertname="BulkheadAdaptiveLimitAtMin".*workload="dip"'
+broken "BulkheadAdaptiveLimitAtMin on a misspelt metric fails the unit tests" \
+    's/bulkhead_current_limit == bulkhead_config_min_running/bulkhead_current_limit == bulkhead_config_min_runing/' \
+    'alertname: BulkheadAdaptiveLimitAtMin, time: 15m'
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
