@@ -85,6 +85,11 @@ extern WaitGraph *bulkhead_build_graph(void);
 extern bool bulkhead_graph_deadlocked(WaitGraph *g);
 extern bool bulkhead_graph_same_waits(WaitGraph *first, WaitGraph *second);
 extern DeadlockCycle *bulkhead_graph_cycle(WaitGraph *g);
-pg_attribute_noreturn() extern void bulkhead_report_deadlock(DeadlockCycle *cycle);
+/* PG 18 replaced pg_attribute_noreturn() with pg_noreturn */
+#if PG_VERSION_NUM >= 180000
+pg_noreturn extern void bulkhead_report_deadlock(DeadlockCycle *cycle);
+#else
+extern void bulkhead_report_deadlock(DeadlockCycle *cycle) pg_attribute_noreturn();
+#endif
 
 #endif							/* BULKHEAD_WAITGRAPH_H */
