@@ -390,6 +390,19 @@ may_skip_search(PermitWait *root, TimestampTz now)
 }
 
 /*
+ * The DEBUG1 line of a check that searched (took_us long); may throw, so
+ * never called with the checker token held.  test/bench/deadlock_check.sh
+ * reads it to time the check.
+ */
+static void
+log_check(int64 took_us)
+{
+	elog(DEBUG1, "bulkhead deadlock check: %d backends read, %d lock waits asked about, %lld us%s",
+		 checked_backends, lock_queries, (long long) took_us,
+		 memo.forced ? " (back-off)" : "");
+}
+
+/*
  * One deadlock check of this backend's current permit wait (see the header
  * for when it searches).  Returns when the next check is due.  When it
  * found the wait deadlocked, verdict->cycle is set and this backend still
@@ -455,22 +468,27 @@ bulkhead_deadlock_check(TimestampTz now, BulkheadDeadlockVerdict *verdict)
 	}
 	PG_END_TRY();
 	MemoryContextSwitchTo(old);
-
-	/* test/bench/deadlock_check.sh reads this to time the check */
 	done = GetCurrentTimestamp();
-	elog(DEBUG1, "bulkhead deadlock check: %d backends read, %d lock waits asked about, %lld us%s",
-		 checked_backends, lock_queries, (long long) (done - now),
-		 memo.forced ? " (back-off)" : "");
 
+	/*
+	 * Nothing that can throw may run while the token is held outside the
+	 * PG_TRY above: the token would stay taken until this backend exits,
+	 * and no deadlock would be found meanwhile.  An elog, even at DEBUG1,
+	 * can (errfinish checks for interrupts when the message is sent), so
+	 * the line is logged after the token is given up, here or in
+	 * bulkhead_deadlock_conclude.
+	 */
 	if (cycle != NULL)
 	{
 		/* the token stays until the caller has ended the wait (conclude) */
 		verdict->cycle = cycle;
 		verdict->cxt = cxt;
+		verdict->took_us = done - now;
 	}
 	else
 	{
 		bulkhead_deadlock_exit();
+		log_check(done - now);
 		MemoryContextDelete(cxt);
 	}
 	return TimestampTzPlusMilliseconds(done, DeadlockTimeout);
@@ -487,6 +505,7 @@ void
 bulkhead_deadlock_conclude(BulkheadDeadlockVerdict *verdict, bool ended)
 {
 	bulkhead_deadlock_exit();
+	log_check(verdict->took_us);
 	if (ended)
 		bulkhead_report_deadlock(verdict->cycle);
 	MemoryContextDelete(verdict->cxt);

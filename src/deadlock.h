@@ -19,6 +19,7 @@ typedef struct BulkheadDeadlockVerdict
 	struct DeadlockCycle *cycle;	/* NULL: no deadlock found */
 	uint64		holders_stamp;	/* the holders the search saw */
 	MemoryContext cxt;			/* the check's memory, with the cycle */
+	int64		took_us;		/* how long the search took, for its log line */
 } BulkheadDeadlockVerdict;
 
 /*
