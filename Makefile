@@ -33,7 +33,9 @@ OBJS = \
 DATA = sql/bulkhead--1.0.sql sql/bulkhead--1.1.sql sql/bulkhead--1.0--1.1.sql \
 	sql/bulkhead--1.2.sql sql/bulkhead--1.1--1.2.sql
 PG_CPPFLAGS = -I$(srcdir)/src
-PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Werror
+# hidden: see src/bulkhead.h
+PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Werror \
+	-fvisibility=hidden
 
 # Test instances and databases are UTF8 with the C locale whatever the
 # caller's environment, so that expected output is the same for everyone

@@ -13,7 +13,42 @@
 #ifndef BULKHEAD_H
 #define BULKHEAD_H
 
+/*
+ * The library is built with -fvisibility=hidden (the Makefile), as
+ * PostgreSQL 16 and later build every extension: the modules' functions
+ * and variables are then called directly by each other, not through the
+ * PLT and GOT, and only what the server looks up (PG_FUNCTION_INFO_V1
+ * functions, _PG_init, the worker's entry point, the magic block) is
+ * exported, through PGDLLEXPORT.  PostgreSQL 15 defines PGDLLEXPORT as
+ * nothing unless it is defined first, as here.  Every source file includes
+ * this header (through its module's header) before any other.
+ */
+#ifndef PGDLLEXPORT
+#define PGDLLEXPORT __attribute__((visibility("default")))
+#endif
+
 #include "postgres.h"
+
+#include "fmgr.h"
+
+/*
+ * Before 16, PG_FUNCTION_INFO_V1 marks only the info function PGDLLEXPORT,
+ * not the SQL-callable function itself: declare it exported here, as 16's
+ * macro does, so that the server finds it in a library built hidden.
+ */
+#if PG_VERSION_NUM < 160000
+#undef PG_FUNCTION_INFO_V1
+#define PG_FUNCTION_INFO_V1(funcname) \
+extern PGDLLEXPORT Datum funcname(PG_FUNCTION_ARGS); \
+extern PGDLLEXPORT const Pg_finfo_record * CppConcat(pg_finfo_,funcname)(void); \
+const Pg_finfo_record * \
+CppConcat(pg_finfo_,funcname) (void) \
+{ \
+	static const Pg_finfo_record my_finfo = { 1 }; \
+	return &my_finfo; \
+} \
+extern int no_such_variable
+#endif
 
 /* This backend's PGPROC number (PG 17 replaced pgprocno by MyProcNumber) */
 #if PG_VERSION_NUM >= 170000

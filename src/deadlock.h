@@ -9,7 +9,7 @@
 #ifndef BULKHEAD_DEADLOCK_H
 #define BULKHEAD_DEADLOCK_H
 
-#include "postgres.h"
+#include "bulkhead.h"
 
 #include "datatype/timestamp.h"
 

@@ -8,7 +8,7 @@
 #ifndef BULKHEAD_FUNCTIONS_H
 #define BULKHEAD_FUNCTIONS_H
 
-#include "postgres.h"
+#include "bulkhead.h"
 
 #include "fmgr.h"
 

@@ -9,7 +9,7 @@
 #ifndef BULKHEAD_GATE_H
 #define BULKHEAD_GATE_H
 
-#include "postgres.h"
+#include "bulkhead.h"
 
 extern void bulkhead_gate_init(void);
 

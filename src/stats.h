@@ -13,7 +13,7 @@
 #ifndef BULKHEAD_STATS_H
 #define BULKHEAD_STATS_H
 
-#include "postgres.h"
+#include "bulkhead.h"
 
 #include "datatype/timestamp.h"
 
