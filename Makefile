@@ -17,6 +17,7 @@ OBJS = \
 	src/local.o \
 	src/guard.o \
 	src/waitgraph.o \
+	src/proof.o \
 	src/deadlock.o \
 	src/permit.o \
 	src/functions.o \

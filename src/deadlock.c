@@ -11,10 +11,9 @@
  * it found.  The wait it finds deadlocked is ended by its caller (permit.c,
  * through local.c and slot.c); the caller then concludes the check.
  *
- * Owns the deadlock_checker token in shared memory and the slots' dl_
- * fields (the workload's last proof, under the slot lock); everything
- * else it only reads.  Called by permit.c (the check) and local.c (the
- * token at exit).
+ * Owns the deadlock_checker token in shared memory; the workload's proof
+ * (the slots' dl_ fields) is proof.c's; everything else it only reads.
+ * Called by permit.c (the check) and local.c (the token at exit).
  *
  * When the search runs
  * --------------------
@@ -52,6 +51,17 @@
  *      hundreds of waiters of one workload share a search rather than run
  *      one each.  B's back-off also ends at the slot's interval when that
  *      proof is more recent than the waiter's own.
+ * The waiter whose search made the workload's proof (the prover,
+ * dl_prover) goes on testing every deadlock_timeout.  The others, when
+ * they skip on that proof (B on the slot's interval, or C), sleep until it
+ * would expire plus one deadlock_timeout (by which time the prover has
+ * renewed it), not for one deadlock_timeout: hundreds of waiters then wake
+ * a few times a back-off cap rather than every deadlock_timeout.  They are
+ * woken at once (their latch, and a changed dl_proved_at that the wait loop
+ * sees) when a search withdraws the proof, and the head waiter is woken to
+ * test in the prover's place when the prover's wait ends (granted, timed
+ * out, cancelled, deadlocked, or its backend exits): a proof that nobody
+ * renews goes with it.
  * Completeness stays: a deadlock, once formed at time D, lasts, so from D
  * on no test A passes, no search proves anything, and no proof is dated
  * after D; B and C hold for at most the back-off cap after the last proof.
@@ -59,7 +69,11 @@
  * holder that starts to wait, holders that change) fails A and C at the
  * next test of every waiter, and one in a backend of a waiter's last graph
  * fails that waiter's B: its search then finds the deadlock, or finds its
- * own root stuck and withdraws the workload's proof.  So a deadlock is
+ * own root stuck and withdraws the workload's proof (waking the waiters
+ * that sleep on it).  The prover is always among the waiters that test
+ * every deadlock_timeout, and its own root is stuck whenever a waiter of
+ * its workload is deadlocked (they wait for the same holders).  So a
+ * deadlock is
  * found within about deadlock_timeout of being closed (plus the waits for
  * the checker token) when the change that closes it is at a holder, or in
  * the last graph of a waiter of the workload that still waits, as in the
@@ -79,6 +93,7 @@
  *-------------------------------------------------------------------------
  */
 #include "deadlock.h"
+#include "proof.h"
 #include "waitgraph.h"
 
 #include "miscadmin.h"
@@ -94,10 +109,6 @@
  * search.
  */
 #define BUSY_RETRY_MS	100
-
-/* The back-off of test B: 30 x deadlock_timeout, at most 10 s */
-#define BACKOFF_FACTOR	30
-#define BACKOFF_MAX_MS	10000
 
 /* What the last check did (both passes), for its DEBUG1 line */
 static int	checked_backends;
@@ -133,61 +144,6 @@ typedef struct CheckMemo
 } CheckMemo;
 
 static CheckMemo memo;
-
-/* The interval of test B that follows interval_us */
-static int64
-next_interval(int64 interval_us)
-{
-	int64		dt = (int64) DeadlockTimeout * 1000;
-	int64		cap = Max(dt, Min(dt * BACKOFF_FACTOR,
-								  (int64) BACKOFF_MAX_MS * 1000));
-
-	return Min(Max(interval_us * 2, dt), cap);
-}
-
-/*
- * The search began at start and found this wait able to end (its root in
- * Prog: some holder can move): write that into the slot, for test C of the
- * other waiters.  The workload's interval doubles while its holders stay.
- */
-static void
-publish_proof(int slotno, uint64 holders, uint64 states, TimestampTz start)
-{
-	BulkheadSlot *slot = &bulkhead_shared->slots[slotno];
-
-	LWLockAcquire(slot->lock, LW_EXCLUSIVE);
-	if (slot->dl_holders != holders || slot->dl_interval_us == 0)
-	{
-		slot->dl_holders = holders;
-		slot->dl_holder_states = states;
-		slot->dl_interval_us = (int64) DeadlockTimeout * 1000;
-		slot->dl_proved_at = start;
-	}
-	else if (start > slot->dl_proved_at)
-	{
-		slot->dl_holder_states = states;
-		slot->dl_interval_us = next_interval(slot->dl_interval_us);
-		slot->dl_proved_at = start;
-	}
-	LWLockRelease(slot->lock);
-}
-
-/*
- * The search found this wait stuck (its root not in Prog): no holder of the
- * workload could be shown to move.  Withdraw the workload's proof for these
- * holders, so that the other waiters search for themselves (a waiter of the
- * workload may be deadlocked now).
- */
-static void
-withdraw_proof(int slotno, uint64 holders)
-{
-	BulkheadSlot *slot = &bulkhead_shared->slots[slotno];
-
-	LWLockAcquire(slot->lock, LW_EXCLUSIVE);
-	if (slot->dl_holders == holders)
-		slot->dl_proved_at = 0;
-	LWLockRelease(slot->lock);
-}
 
 /*
  * What the root's holders wait for, as test C compares it: a sum over them
@@ -251,15 +207,15 @@ find_deadlock(TimestampTz start, uint64 *holders)
 	{
 		remember_graph(first);
 		memo.proved_at = start;
-		memo.backoff_us = memo.forced ? next_interval(memo.backoff_us) :
+		memo.backoff_us = memo.forced ? bulkhead_proof_next_interval(memo.backoff_us) :
 			(int64) DeadlockTimeout * 1000;
 		if (first->nnodes > 0 && first->root_slot >= 0)
 		{
 			if (first->nodes[0].progress)
-				publish_proof(first->root_slot, first->root_holders,
+				bulkhead_publish_proof(first->root_slot, first->root_holders,
 							  holder_states(first), start);
 			else
-				withdraw_proof(first->root_slot, first->root_holders);
+				bulkhead_withdraw_proof(first->root_slot, first->root_holders);
 		}
 		return NULL;
 	}
@@ -345,10 +301,10 @@ graph_unchanged(PermitWait *root)
 /*
  * May this check skip the search (tests A, B and C in the header)?  root is
  * this backend's wait, just read.  Sets memo.forced when the search is due
- * to the back-off only.
+ * to the back-off only, and *until to when the next check is due.
  */
 static bool
-may_skip_search(PermitWait *root, TimestampTz now)
+may_skip_search(PermitWait *root, TimestampTz now, TimestampTz *until)
 {
 	bool		same_holders = root->dl_proved_at != 0 &&
 		root->dl_holders == root->holders_stamp;
@@ -356,17 +312,22 @@ may_skip_search(PermitWait *root, TimestampTz now)
 	uint64		states;
 
 	memo.forced = false;
+	*until = TimestampTzPlusMilliseconds(now, DeadlockTimeout);
 	unchanged = graph_unchanged(root);
 	if (memo.valid && !unchanged)
 		memo.must_search = true;	/* until a search has run */
 	if (!unchanged)
 		memo.valid = false;		/* B stays off until the next search */
 
-	/* B */
-	if (unchanged &&
-		(now < memo.proved_at + memo.backoff_us ||
-		 (same_holders && now < root->dl_proved_at + root->dl_interval_us)))
+	/* B, on this waiter's own proof, or on the workload's */
+	if (unchanged && now < memo.proved_at + memo.backoff_us)
 		return true;
+	if (unchanged &&
+		same_holders && now < root->dl_proved_at + root->dl_interval_us)
+	{
+		*until = bulkhead_sleep_on_proof(root, now);
+		return true;
+	}
 
 	/* A: a holder that can move is proof enough, whatever B says */
 	if (some_holder_free(root, &states))
@@ -383,7 +344,10 @@ may_skip_search(PermitWait *root, TimestampTz now)
 	if (!memo.must_search &&
 		same_holders && states != 0 && states == root->dl_holder_states &&
 		now < root->dl_proved_at + root->dl_interval_us)
+	{
+		*until = bulkhead_sleep_on_proof(root, now);
 		return true;
+	}
 
 	memo.forced = unchanged;
 	return false;
@@ -402,6 +366,22 @@ log_check(int64 took_us)
 		 memo.forced ? " (back-off)" : "");
 }
 
+/* The memo's arrays, once per backend: room for one entry per PGPROC */
+static void
+allocate_memo(void)
+{
+	int			nb = bulkhead_shared->nbackends;
+	int		   *ints;
+
+	/* the node array last: it says that all are there */
+	ints = MemoryContextAlloc(TopMemoryContext, sizeof(int) * nb * 4);
+	memo.pids = ints;
+	memo.procnos = ints + nb;
+	memo.scratch_pids = ints + 2 * nb;
+	memo.scratch_procnos = ints + 3 * nb;
+	memo.nodes = MemoryContextAlloc(TopMemoryContext, sizeof(MemoNode) * nb);
+}
+
 /*
  * One deadlock check of this backend's current permit wait (see the header
  * for when it searches).  Returns when the next check is due.  When it
@@ -417,22 +397,13 @@ bulkhead_deadlock_check(TimestampTz now, BulkheadDeadlockVerdict *verdict)
 	MemoryContext old;
 	DeadlockCycle *volatile cycle = NULL;
 	TimestampTz done;
+	TimestampTz until;
 	PermitWait	root;
 
 	verdict->cycle = NULL;
+	bulkhead_proof_check_begins();
 	if (memo.nodes == NULL)
-	{
-		int			nb = bulkhead_shared->nbackends;
-		int		   *ints;
-
-		/* the node array last: it says that all are there */
-		ints = MemoryContextAlloc(TopMemoryContext, sizeof(int) * nb * 4);
-		memo.pids = ints;
-		memo.procnos = ints + nb;
-		memo.scratch_pids = ints + 2 * nb;
-		memo.scratch_procnos = ints + 3 * nb;
-		memo.nodes = MemoryContextAlloc(TopMemoryContext, sizeof(MemoNode) * nb);
-	}
+		allocate_memo();
 
 	/* this backend's wait, and whether it is a new one */
 	if (!bulkhead_read_permit_wait(BULKHEAD_MY_PROCNO, MyProcPid, memo.pids,
@@ -446,8 +417,8 @@ bulkhead_deadlock_check(TimestampTz now, BulkheadDeadlockVerdict *verdict)
 		memo.proved_at = 0;
 		memo.backoff_us = (int64) DeadlockTimeout * 1000;
 	}
-	if (may_skip_search(&root, now))
-		return TimestampTzPlusMilliseconds(now, DeadlockTimeout);
+	if (may_skip_search(&root, now, &until))
+		return until;
 
 	if (!take_token())
 		return TimestampTzPlusMilliseconds(now, Min(BUSY_RETRY_MS, DeadlockTimeout));

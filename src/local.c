@@ -19,6 +19,7 @@
  */
 #include "local.h"
 #include "deadlock.h"
+#include "proof.h"
 #include "guard.h"
 #include "slot.h"
 
@@ -150,6 +151,7 @@ bulkhead_wait_cleanup(void)
 	bulkhead_wake(&wakeups);
 
 	my_wait_index = -1;
+	bulkhead_proof_wait_over();
 	if (drained)
 		bulkhead_request_reload();
 }
@@ -181,7 +183,10 @@ bulkhead_end_wait_deadlocked(uint64 holders_stamp)
 	bulkhead_wake(&wakeups);
 
 	if (ended)
+	{
 		my_wait_index = -1;
+		bulkhead_proof_wait_over();
+	}
 	if (drained)
 		bulkhead_request_reload();
 	return ended;

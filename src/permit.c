@@ -20,6 +20,7 @@
  */
 #include "permit.h"
 #include "deadlock.h"
+#include "proof.h"
 #include "guard.h"
 #include "local.h"
 #include "slot.h"
@@ -276,6 +277,7 @@ wait_for_permit(BulkheadSlot *slot, int slotno, int li, BulkheadScope scope,
 				bulkhead_local_record_grant(li, slot, slotno, scope);
 				bulkhead_set_wait_index(-1);
 				LWLockRelease(slot->lock);
+				bulkhead_proof_wait_over();
 				bulkhead_apply_guards(&bulkhead_local[li]);
 				return true;
 			}
@@ -284,6 +286,7 @@ wait_for_permit(BulkheadSlot *slot, int slotno, int li, BulkheadScope scope,
 				bulkhead_slot_time_out(slot, entry);
 				bulkhead_set_wait_index(-1);
 				LWLockRelease(slot->lock);
+				bulkhead_proof_wait_over();
 				if (try_only)
 					return false;
 				report_timeout(name, timeout_us);
@@ -291,6 +294,7 @@ wait_for_permit(BulkheadSlot *slot, int slotno, int li, BulkheadScope scope,
 			LWLockRelease(slot->lock);
 		}
 
+		next_check = bulkhead_proof_next_check(next_check, now);
 		if (now >= next_check)
 		{
 			BulkheadDeadlockVerdict verdict;

@@ -15,7 +15,7 @@
  *   slot: current_limit                       slot->lock        slot.c
  *   slot: running, queued, holders, waiters   slot->lock        slot.c
  *   slot: stats                               slot->lock        slot.c
- *   slot: dl_holders ... dl_interval_us       slot->lock        deadlock.c
+ *   slot: dl_holders ... dl_prover            slot->lock        proof.c
  *   every permit entry                        its slot's lock   slot.c
  *   shared: config_loaded, rows_pending       dir_lock          loader.c
  *   shared: config_requested, prepared_change atomic            shmem.c
@@ -135,7 +135,7 @@ typedef struct BulkheadSlot
 	BulkheadStats stats;
 
 	/*
-	 * Protected by lock, written by deadlock.c only: the last deadlock check
+	 * Protected by lock, written by proof.c only: the last deadlock check
 	 * of a waiter here that found its wait able to end, which every waiter
 	 * of this workload may rely on while the holders stay the same.
 	 */
@@ -143,6 +143,9 @@ typedef struct BulkheadSlot
 	uint64		dl_holder_states;	/* what the holders waited for; 0: unsure */
 	TimestampTz dl_proved_at;	/* when it began; 0: none, or withdrawn */
 	int64		dl_interval_us; /* how long it may be relied on */
+	int32		dl_prover;		/* PGPROC number + 1 of the waiter whose
+								 * search made it, who keeps checking while
+								 * the others sleep on it; 0: none */
 } BulkheadSlot;
 
 /*

@@ -79,6 +79,23 @@ bulkhead_wake_all(BulkheadWakeups *wakeups)
 	wakeups->n = 0;
 }
 
+/*
+ * Set the latch of every waiter (all), or of the head waiter only: the
+ * deadlock check's waiters that sleep on a proof are told it is gone.
+ */
+void
+bulkhead_slot_wake_waiters(BulkheadSlot *slot, bool all)
+{
+	BulkheadEntry *entry;
+
+	entry_list_foreach(entry, &slot->waiters)
+	{
+		SetLatch(&GetPGProcByNumber(bulkhead_entry_procno(entry))->procLatch);
+		if (!all)
+			break;
+	}
+}
+
 /* Remove an entry from its slot's list and free it */
 static void
 unlink_entry(BulkheadSlot *slot, BulkheadEntry *entry)

@@ -168,6 +168,7 @@ bulkhead_read_permit_wait(int procno, int pid, int *pids, int *procnos,
 			wait->dl_holder_states = slot->dl_holder_states;
 			wait->dl_proved_at = slot->dl_proved_at;
 			wait->dl_interval_us = slot->dl_interval_us;
+			wait->dl_prover = slot->dl_prover;
 			strlcpy(wait->workload, slot->name, NAMEDATALEN);
 			found = true;
 		}

@@ -68,6 +68,7 @@ typedef struct PermitWait
 	uint64		dl_holder_states;
 	TimestampTz dl_proved_at;
 	int64		dl_interval_us;
+	int32		dl_prover;
 	char		workload[NAMEDATALEN];
 } PermitWait;
 

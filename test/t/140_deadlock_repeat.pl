@@ -127,7 +127,7 @@ late_cycle(400, 7, 9);
 		my $row = 10 + $i;
 		sql($s, "SET log_min_messages = debug1; BEGIN; UPDATE t SET v = v + 1 WHERE id = $row;");
 		send_async($s, "SELECT bulkhead_acquire_xact('w');");
-		push @waiters, [ $s, $pid ];
+		push @waiters, [ $s, $pid, $row ];
 	}
 	ok( poll_until(
 			$node,
@@ -142,13 +142,33 @@ late_cycle(400, 7, 9);
 	is($node->safe_psql('postgres', "SELECT sum(deadlocks) FROM bulkhead_stats"),
 		'2', 'no deadlock reported among them');
 
+	# The waiter that searched last made the workload's proof and keeps
+	# checking every deadlock_timeout while the others sleep on the proof
+	# (until it would expire: up to 30 x 100 ms).  Cancel it: its checks
+	# must pass to another waiter at once, or the cycle closed below would
+	# be seen only when the others wake.
+	my $log = slurp_file($node->logfile, $offset);
+	my %is_waiter = map { $_->[1] => 1 } @waiters;
+	my ($prover) = grep { $is_waiter{$_} }
+	  map { /\[(\d+)\].*bulkhead deadlock check: / ? $1 : () }
+	  reverse split /\n/, $log;
+	ok(defined $prover, 'a waiter made the workload\'s proof');
+	my ($ps) = map { $_->[0] } grep { $_->[1] == $prover } @waiters;
+	$node->safe_psql('postgres', "SELECT pg_cancel_backend($prover)");
+	my (undef, $perr) = finish_async($ps);
+	like($perr, qr/57014/, 'the prover is cancelled');
+	sql($ps, 'ROLLBACK');
+	@waiters = grep { $_->[1] != $prover } @waiters;
+	close_session($ps);
+	usleep(300_000);
+
 	# x, outside the queue, now waits for the row of the last waiter: a
 	# cycle through that waiter, which relied on the others' searches; the
 	# waiters that searched see x's change, find their own wait stuck and
 	# withdraw the workload's proof, and the last waiter searches
 	my ($wl, $pl) = @{ $waiters[-1] };
 	my $t0 = time();
-	send_async($x, 'UPDATE t SET v = v + 1 WHERE id = ' . (10 + $nw) . ';');
+	send_async($x, "UPDATE t SET v = v + 1 WHERE id = $waiters[-1][2];");
 	my ($out, $err) = finish_async($wl);
 	my $dt = time() - $t0;
 	like($err, qr/ERROR:  40P01: deadlock detected/,
@@ -159,7 +179,7 @@ late_cycle(400, 7, 9);
 	sql($x, 'ROLLBACK');
 	finish_async($h);
 	sql($h, 'ROLLBACK');
-	for my $ws (@waiters[0 .. $nw - 2])
+	for my $ws (@waiters[0 .. $#waiters - 1])
 	{
 		my ($out, $err) = finish_async($ws->[0]);
 		is($err, '', "waiter $ws->[1] gets its permit in turn");

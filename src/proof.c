@@ -1,0 +1,175 @@
+/*-------------------------------------------------------------------------
+ *
+ * proof.c
+ *	  A workload's shared proof that none of its waiters was deadlocked
+ *	  (test C of deadlock.c), and the sleeps of the waiters that rely on it.
+ *
+ * A deadlock search whose root was in Prog publishes the proof in its
+ * workload's slot and makes its searcher the prover, which goes on testing
+ * every deadlock_timeout; the other waiters skip their searches on it and
+ * sleep until it would expire.  A search whose root is stuck withdraws it
+ * and wakes them; a prover whose wait ends passes the testing on to the
+ * head waiter.  deadlock.c's header says why detection stays complete.
+ *
+ * Owns the slots' dl_ fields (dl_holders, dl_holder_states, dl_proved_at,
+ * dl_interval_us, dl_prover), written under the slot lock held
+ * exclusively; a waiter reads dl_proved_at without the lock only as a hint
+ * (bulkhead_proof_next_check).  Called by deadlock.c, permit.c (the
+ * wait loop) and local.c (the end of a wait).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "proof.h"
+#include "slot.h"
+
+#include "storage/proc.h"
+#include "utils/timestamp.h"
+
+/* The back-off of test B: 30 x deadlock_timeout, at most 10 s */
+#define BACKOFF_FACTOR	30
+#define BACKOFF_MAX_MS	10000
+
+/* The workload whose proof this backend's last search made, or -1 */
+static int	proving_slot = -1;
+
+/* The workload whose proof this waiter sleeps on, and that proof's date */
+static int	sleeping_slot = -1;
+static TimestampTz sleeping_on = 0;
+
+/* A deadlock check begins: the sleep on a proof is over */
+void
+bulkhead_proof_check_begins(void)
+{
+	sleeping_slot = -1;
+}
+
+/* The interval of test B that follows interval_us */
+int64
+bulkhead_proof_next_interval(int64 interval_us)
+{
+	int64		dt = (int64) DeadlockTimeout * 1000;
+	int64		cap = Max(dt, Min(dt * BACKOFF_FACTOR,
+								  (int64) BACKOFF_MAX_MS * 1000));
+
+	return Min(Max(interval_us * 2, dt), cap);
+}
+
+/*
+ * The search began at start and found this wait able to end (its root in
+ * Prog: some holder can move): write that into the slot, for test C of the
+ * other waiters.  The workload's interval doubles while its holders stay.
+ */
+void
+bulkhead_publish_proof(int slotno, uint64 holders, uint64 states, TimestampTz start)
+{
+	BulkheadSlot *slot = &bulkhead_shared->slots[slotno];
+
+	LWLockAcquire(slot->lock, LW_EXCLUSIVE);
+	/* this backend becomes the one that keeps checking (the prover) */
+	slot->dl_prover = BULKHEAD_MY_PROCNO + 1;
+	proving_slot = slotno;
+	if (slot->dl_holders != holders || slot->dl_interval_us == 0)
+	{
+		slot->dl_holders = holders;
+		slot->dl_holder_states = states;
+		slot->dl_interval_us = (int64) DeadlockTimeout * 1000;
+		slot->dl_proved_at = start;
+	}
+	else if (start > slot->dl_proved_at)
+	{
+		slot->dl_holder_states = states;
+		slot->dl_interval_us = bulkhead_proof_next_interval(slot->dl_interval_us);
+		slot->dl_proved_at = start;
+	}
+	LWLockRelease(slot->lock);
+}
+
+/*
+ * The search found this wait stuck (its root not in Prog): no holder of the
+ * workload could be shown to move.  Withdraw the workload's proof for these
+ * holders, and wake the waiters that sleep on it, so that they search for
+ * themselves (a waiter of the workload may be deadlocked now).
+ */
+void
+bulkhead_withdraw_proof(int slotno, uint64 holders)
+{
+	BulkheadSlot *slot = &bulkhead_shared->slots[slotno];
+
+	LWLockAcquire(slot->lock, LW_EXCLUSIVE);
+	if (slot->dl_holders == holders)
+	{
+		slot->dl_proved_at = 0;
+		slot->dl_prover = 0;
+		bulkhead_slot_wake_waiters(slot, true);
+	}
+	LWLockRelease(slot->lock);
+	if (proving_slot == slotno)
+		proving_slot = -1;
+}
+
+/*
+ * This backend's permit wait is over (granted, timed out, cancelled, ended
+ * by a deadlock, or the backend exits).  If it was the prover of its
+ * workload's proof, nobody checks at deadlock_timeout any more: the proof
+ * goes, and the head waiter is woken to check (and search, and prove)
+ * in its place; the others go on sleeping on the proof until it would
+ * have expired, and then find the new one.  Call without a lock held;
+ * never throws.
+ */
+void
+bulkhead_proof_wait_over(void)
+{
+	BulkheadSlot *slot;
+
+	sleeping_slot = -1;
+	if (proving_slot < 0)
+		return;
+	slot = &bulkhead_shared->slots[proving_slot];
+	proving_slot = -1;
+	LWLockAcquire(slot->lock, LW_EXCLUSIVE);
+	if (slot->dl_prover == BULKHEAD_MY_PROCNO + 1)
+	{
+		slot->dl_prover = 0;
+		slot->dl_proved_at = 0;
+		bulkhead_slot_wake_waiters(slot, false);
+	}
+	LWLockRelease(slot->lock);
+}
+
+/*
+ * When a waiter that skipped its search on the workload's proof (B or C)
+ * checks next: the prover every deadlock_timeout, any other once the proof
+ * would have expired, plus a deadlock_timeout for the prover to renew it
+ * (woken earlier if it is withdrawn, or if the prover leaves).
+ */
+TimestampTz
+bulkhead_sleep_on_proof(const PermitWait *root, TimestampTz now)
+{
+	TimestampTz next = TimestampTzPlusMilliseconds(now, DeadlockTimeout);
+
+	if (root->dl_prover == BULKHEAD_MY_PROCNO + 1)
+		return next;
+	sleeping_slot = root->slotno;
+	sleeping_on = root->dl_proved_at;
+	return Max(next, TimestampTzPlusMilliseconds(root->dl_proved_at +
+												 root->dl_interval_us,
+												 DeadlockTimeout));
+}
+
+/*
+ * The wait loop, woken before its next check is due: if the proof this
+ * waiter sleeps on was withdrawn or passed on (its dl_proved_at changed),
+ * the check is due now.  A read without the lock: a change seen late is
+ * seen at the next wakeup, or at the check the sleep ends with.
+ */
+TimestampTz
+bulkhead_proof_next_check(TimestampTz next_check, TimestampTz now)
+{
+	if (sleeping_slot < 0 || next_check <= now)
+		return next_check;
+	if (*((volatile TimestampTz *) &bulkhead_shared->slots[sleeping_slot].dl_proved_at) ==
+		sleeping_on)
+		return next_check;
+	sleeping_slot = -1;
+	return now;
+}
