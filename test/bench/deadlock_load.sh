@@ -39,20 +39,29 @@ wait_for() {    # wait_for SQL: until it returns t (120 s at most)
     bh_die "timed out waiting for: $1"
 }
 
-queue_up() {    # the holders, the row lock's owner and the waiters
+queue_up() {    # queue_up queue|control: the holders, the row lock's owner and the waiters
+    local acquire="SELECT bulkhead_acquire_xact('dl');" wait="SELECT bulkhead_acquire_xact('dl')"
+    # control: the same backends in the same states, without the permits:
+    # holders blocked on the row lock, and sessions asleep in a query
+    [ "$1" = control ] && acquire="" wait="SELECT pg_sleep(3600)"
     psql_bg "BEGIN; SELECT 1 FROM dl_rows FOR UPDATE; SELECT pg_sleep(3600)"
     wait_for "SELECT count(*) = 1 FROM pg_locks l JOIN pg_stat_activity a USING (pid)
               WHERE a.application_name = 'dl_queue' AND l.locktype = 'transactionid' AND l.granted
                 AND a.query LIKE '%pg_sleep%'"
     for _ in $(seq "$HOLDERS"); do
-        psql_bg "BEGIN; SELECT bulkhead_acquire_xact('dl'); SELECT 1 FROM dl_rows FOR UPDATE"
+        psql_bg "BEGIN; $acquire SELECT 1 FROM dl_rows FOR UPDATE"
     done
-    wait_for "SELECT running = $HOLDERS FROM bulkhead_stats WHERE workload = 'dl'"
+    [ "$1" = queue ] && wait_for "SELECT running = $HOLDERS FROM bulkhead_stats WHERE workload = 'dl'"
     wait_for "SELECT count(*) = $HOLDERS FROM pg_locks WHERE NOT granted"
     for _ in $(seq "$WAITERS"); do
-        psql_bg "SELECT bulkhead_acquire_xact('dl')"
+        psql_bg "$wait"
     done
-    wait_for "SELECT queued = $WAITERS FROM bulkhead_stats WHERE workload = 'dl'"
+    if [ "$1" = queue ]; then
+        wait_for "SELECT queued = $WAITERS FROM bulkhead_stats WHERE workload = 'dl'"
+    else
+        wait_for "SELECT count(*) = $((WAITERS + 1)) FROM pg_stat_activity
+                  WHERE application_name = 'dl_queue' AND wait_event = 'PgSleep'"
+    fi
     # every waiter past its first deadlock_timeout
     sleep 3
 }
@@ -74,16 +83,17 @@ queue_ticks() {    # CPU time (clock ticks) the queue's backends used so far
         awk '{ sub(/^.*\) /, ""); t += $12 + $13 } END { print t + 0 }'
 }
 
-# run alone|beside: one pgbench run; beside, also appends to $BENCH_DIR/queue
-# "SEARCHES CPU_SHARE": the searches logged during the run and the share of
-# one CPU that the queue's backends used meanwhile
+# run alone|control|beside: one pgbench run; beside the queue (or the
+# control backends), also appends to $BENCH_DIR/<series> "SEARCHES
+# CPU_SHARE": the searches logged during the run and the share of one CPU
+# that those backends used meanwhile
 run() {
     local out from t0 ticks0 elapsed
     if [ "$1" = alone ]; then
         bench_pgbench -S -M prepared -c "$CLIENTS" -j 1 -T "$SECS"
         return
     fi
-    queue_up
+    if [ "$1" = beside ]; then queue_up queue; else queue_up control; fi
     from=$(wc -l <"$BENCH_DIR/server.log")
     ticks0=$(queue_ticks)
     t0=$(bh_now_us)
@@ -91,15 +101,17 @@ run() {
     elapsed=$(($(bh_now_us) - t0))
     echo "$(tail -n +"$from" "$BENCH_DIR/server.log" | grep -c 'bulkhead deadlock check: ' || true)" \
          "$(awk -v t="$(($(queue_ticks) - ticks0))" -v hz="$(getconf CLK_TCK)" -v us="$elapsed" \
-                'BEGIN { printf "%.3f", t / hz / (us / 1e6) }')" >>"$BENCH_DIR/queue"
+                'BEGIN { printf "%.3f", t / hz / (us / 1e6) }')" >>"$BENCH_DIR/$1"
     queue_down
     echo "$out"
 }
 
 bench_header "Deadlock checks beside a pgbench -S ($WAITERS queued, $HOLDERS holders waiting for a row lock)"
 echo "Command: \`bash test/bench/deadlock_load.sh $SECS $ROUNDS $HOLDERS $WAITERS\`; pgbench -S -M prepared -c $CLIENTS -j 1 -T $SECS, scale 1,"
-echo "alone, then beside $WAITERS backends queued for a workload of $HOLDERS permits whose holders each wait for a row lock"
-echo "held by one more session (outside the queue, idle in its transaction). Median of $ROUNDS alternating rounds." \
+echo "alone; beside $WAITERS backends queued for a workload of $HOLDERS permits whose holders each wait for a row lock"
+echo "held by one more session (outside the queue, idle in its transaction); and beside the same backends without the queue"
+echo "(the control: the $HOLDERS blocked on the row lock without permits, the $WAITERS asleep in pg_sleep), which is what the"
+echo "target compares with: the cost of the queue itself, not of $((HOLDERS + WAITERS + 1)) more connections. Median of $ROUNDS alternating rounds." \
      "Clock source: $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo unknown)."
 targets=()
 for dt in 1s 100ms; do
@@ -115,16 +127,20 @@ for dt in 1s 100ms; do
     [ "$dt" = 1s ] && { echo; bench_settings | sed "s/deadlock_timeout = '1s'/deadlock_timeout = 1s, then 100ms/"; echo; \
         echo "| deadlock_timeout | series | TPS | p99 ms | TPS runs | searches per s | CPU used by the queue (share of one CPU) |"; \
         echo "|---|---|---:|---:|---|---:|---:|"; }
-    : >"$BENCH_DIR/queue"
-    bench_alternate "$ROUNDS" run alone beside
-    searches=$(awk -v s="$SECS" '{ printf "%.1f\n", $1 / s }' "$BENCH_DIR/queue" | bench_median)
-    cpu=$(awk '{ print $2 }' "$BENCH_DIR/queue" | bench_median)
+    : >"$BENCH_DIR/beside"
+    : >"$BENCH_DIR/control"
+    bench_alternate "$ROUNDS" run alone control beside
+    searches=$(awk -v s="$SECS" '{ printf "%.1f\n", $1 / s }' "$BENCH_DIR/beside" | bench_median)
+    cpu=$(awk '{ print $2 }' "$BENCH_DIR/beside" | bench_median)
+    ccpu=$(awk '{ print $2 }' "$BENCH_DIR/control" | bench_median)
     echo "| $dt | alone | ${TPS[alone]} | ${P99[alone]} | ${RUNS_TPS[alone]} | | |"
+    echo "| $dt | beside the same backends, no queue (control) | ${TPS[control]} | ${P99[control]} | ${RUNS_TPS[control]} | | $ccpu |"
     echo "| $dt | beside the queue | ${TPS[beside]} | ${P99[beside]} | ${RUNS_TPS[beside]} | $searches | $cpu |"
-    ratio=$(bench_ratio "${TPS[beside]}" "${TPS[alone]}")
+    ratio=$(bench_ratio "${TPS[beside]}" "${TPS[control]}")
+    alone_ratio=$(bench_ratio "${TPS[beside]}" "${TPS[alone]}")
     bench_at_least "$ratio" 0.95 && met=0 || met=1
-    targets+=("$(bench_target "deadlock_timeout $dt: pgbench -S beside $WAITERS queued backends and $HOLDERS lock-blocked holders runs at $ratio x its TPS alone (≥ 0.95)" "$met")")
-    bench_progress "deadlock_timeout $dt: ratio $ratio; per run: $(tr '\n' ';' <"$BENCH_DIR/queue") (searches, CPU share)"
+    targets+=("$(bench_target "deadlock_timeout $dt: pgbench -S beside $WAITERS queued backends and $HOLDERS lock-blocked holders runs at $ratio x its TPS beside the same backends without the queue (≥ 0.95; $alone_ratio x alone)" "$met")")
+    bench_progress "deadlock_timeout $dt: ratio $ratio ($alone_ratio x alone); per run: $(tr '\n' ';' <"$BENCH_DIR/beside") (searches, CPU share)"
 done
 bench_cluster_stop
 echo
