@@ -31,101 +31,15 @@ use warnings;
 use FindBin;
 use lib $FindBin::RealBin;
 
-use HTTP::Tiny;
-use JSON::PP;
-use POSIX qw(WNOHANG);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep time);
 use BulkheadTest;
+use PromTest;
 
-my $exporter = '/usr/bin/prometheus-postgres-exporter';
-my $prometheus = '/usr/bin/prometheus';
-my $mondir = "$FindBin::RealBin/../../monitoring/prometheus";
-my $queries = "$mondir/bulkhead-queries.yaml";
-my $rules = "$mondir/bulkhead-alerts.yaml";
-
-for my $bin ([ $exporter, 'prometheus-postgres-exporter' ],
-	[ $prometheus, 'prometheus' ])
-{
-	next if -x $bin->[0];
-	fail("$bin->[0] not found: install the Debian package $bin->[1]"
-		  . " (apt-get install $bin->[1])");
-	done_testing();
-	exit 1;
-}
-ok(-r $queries && -r $rules, 'query and rule files exist');
-
-# Child processes (exporter, prometheus): name => pid. An END block stops
-# them whatever happens.
-my %pids;
-
-sub start_child
-{
-	my ($name, $log, $env, @cmd) = @_;
-	note "starting $name: @cmd (log: $log)";
-	my $pid = fork();
-	die "fork: $!" unless defined $pid;
-	if ($pid == 0)
-	{
-		open(STDIN, '<', '/dev/null') or POSIX::_exit(126);
-		open(STDOUT, '>>', $log) or POSIX::_exit(126);
-		open(STDERR, '>&', \*STDOUT) or POSIX::_exit(126);
-		$ENV{$_} = $env->{$_} for keys %$env;
-		exec { $cmd[0] } @cmd or print STDERR "exec $cmd[0]: $!\n";
-		# _exit: no END blocks in the child (they would stop the node)
-		POSIX::_exit(127);
-	}
-	$pids{$name} = $pid;
-	return;
-}
-
-sub stop_child
-{
-	my ($name) = @_;
-	my $pid = delete $pids{$name};
-	return 1 unless $pid;
-	kill 'TERM', $pid;
-	my $deadline = time() + 20;
-	while (time() < $deadline)
-	{
-		return 1 if waitpid($pid, WNOHANG) == $pid;
-		usleep(50_000);
-	}
-	kill 'KILL', $pid;
-	waitpid($pid, 0);
-	return 0;
-}
-
-END
-{
-	local $?;
-	stop_child($_) for keys %pids;
-}
-
-# Poll $cond (a sub returning true when done) every 0.5 s for up to
-# $seconds, while the children run; true if it came true.
-sub wait_for
-{
-	my ($seconds, $cond) = @_;
-	my $deadline = time() + $seconds;
-	while (time() < $deadline)
-	{
-		for my $name (keys %pids)
-		{
-			if (waitpid($pids{$name}, WNOHANG) == $pids{$name})
-			{
-				diag("$name exited (status $?)");
-				delete $pids{$name};
-				return 0;
-			}
-		}
-		return 1 if $cond->();
-		usleep(500_000);
-	}
-	return 0;
-}
+prom_require();
+my $queries = $prom_queries;
 
 my $logdir = $PostgreSQL::Test::Utils::log_path;
 my $tmp = PostgreSQL::Test::Utils::tempdir('alert_min_running');
@@ -180,26 +94,13 @@ my $dsn =
 	'host=' . $node->host
   . ' port=' . $node->port
   . ' user=prom dbname=postgres sslmode=disable';
-my $exporter_port = PostgreSQL::Test::Cluster::get_free_port();
-start_child(
-	'exporter', $exporter_log,
-	{ DATA_SOURCE_NAME => $dsn },
-	$exporter,
-	"--web.listen-address=127.0.0.1:$exporter_port",
-	"--extend.query-path=$queries",
-	'--disable-default-metrics',
-	'--disable-settings-metrics',
-	'--no-collector.database',
-	'--no-collector.bgwriter',
-	'--log.level=info');
-
-my $http = HTTP::Tiny->new(timeout => 10);
+my $exporter_port = start_exporter($exporter_log, $dsn);
 
 # One scrape of the exporter: { name => [ { labels => {...}, value => v } ] }
 # and { name => type }; () if it did not answer.
 sub scrape
 {
-	my $res = $http->get("http://127.0.0.1:$exporter_port/metrics");
+	my $res = prom_http()->get("http://127.0.0.1:$exporter_port/metrics");
 	return () unless $res->{success};
 	my (%samples, %types);
 	for my $line (split /\n/, $res->{content})
@@ -236,7 +137,7 @@ sub by_workload
 # 1. Without the GRANT.
 #
 my ($samples, $types);
-ok( wait_for(
+ok( prom_wait_for(
 		60,
 		sub {
 			($samples, $types) = scrape();
@@ -269,7 +170,7 @@ like(slurp_file($queries), qr/^#\s+\Q$grant\E$/m,
 (my $grant_prom = $grant) =~ s/TO prometheus;/TO prom/;
 $node->safe_psql('postgres', $grant_prom);
 
-ok( wait_for(
+ok( prom_wait_for(
 		30,
 		sub {
 			($samples, $types) = scrape();
@@ -308,79 +209,17 @@ ok( poll_until(
 #
 # 3. Prometheus, with BulkheadAdaptiveLimitAtMin's "for: 15m" set to 5 s.
 #
-open(my $in, '<', $rules) or die "read $rules: $!";
-my $text = do { local $/; <$in> };
-close($in);
-my $n = ($text =~
-	  s/(- alert: BulkheadAdaptiveLimitAtMin\n(?:[ \t]+[^\n]*\n)*?[ \t]+for:[ \t]*)15m\n/${1}5s\n/
-);
-is($n, 1, 'BulkheadAdaptiveLimitAtMin found in the rules, "for: 15m" set to 5s');
-my $test_rules = "$tmp/bulkhead-alerts.yaml";
-open(my $out, '>', $test_rules) or die "write $test_rules: $!";
-print $out $text;
-close($out);
-
-my $prom_port = PostgreSQL::Test::Cluster::get_free_port();
-my $config = "$tmp/prometheus.yml";
-open($out, '>', $config) or die "write $config: $!";
-print $out <<"EOF";
-global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
-  evaluation_interval: 1s
-rule_files:
-  - $test_rules
-scrape_configs:
-  - job_name: postgres
-    static_configs:
-      - targets: ['127.0.0.1:$exporter_port']
-EOF
-close($out);
-mkdir("$tmp/tsdb") or die "mkdir: $!";
-start_child(
-	'prometheus', $prometheus_log,
-	{},
-	$prometheus,
-	"--config.file=$config",
-	"--storage.tsdb.path=$tmp/tsdb",
-	"--web.listen-address=127.0.0.1:$prom_port",
-	'--log.level=info');
-
-my $api = "http://127.0.0.1:$prom_port/api/v1";
-
-sub api
-{
-	my ($path) = @_;
-	my $res = $http->get("$api/$path");
-	return undef unless $res->{success};
-	my $doc = eval { decode_json($res->{content}) };
-	return undef unless $doc && ($doc->{status} // '') eq 'success';
-	return $doc->{data};
-}
-
-# The instant value of a PromQL expression as a list of [labels, value].
-sub query
-{
-	my ($expr) = @_;
-	my $q = $expr;
-	$q =~ s/([^A-Za-z0-9_.~-])/sprintf('%%%02X', ord($1))/ge;
-	my $data = api("query?query=$q");
-	return () unless $data && $data->{resultType} eq 'vector';
-	return map { [ $_->{metric}, $_->{value}[1] ] } @{ $data->{result} };
-}
+my $api = start_prometheus($prometheus_log, $tmp, $exporter_port,
+	'BulkheadAdaptiveLimitAtMin', '15m', '5s');
+sub query { return prom_query($api, @_); }
 
 # "alertname/workload/state" of every alert Prometheus has now, sorted.
 sub alerts
 {
-	my $data = api('alerts');
-	return () unless $data;
-	return sort map {
-		join '/', $_->{labels}{alertname}, $_->{labels}{workload} // '',
-		  $_->{state}
-	} @{ $data->{alerts} };
+	return sort map { join '/', @$_ } prom_alerts($api);
 }
 
-ok( wait_for(
+ok( prom_wait_for(
 		90,
 		sub {
 			my @r = query('bulkhead_config_min_running{workload="hot"}');
@@ -421,7 +260,7 @@ ok( poll_until(
 	'hot: callers queue at the limit 3');
 
 my @seen;
-my $fired = wait_for(
+my $fired = prom_wait_for(
 	120,
 	sub {
 		@seen = alerts();
