@@ -69,7 +69,8 @@
  * (the limit at a load).
  *
  *-------------------------------------------------------------------------
- */#include "adaptive.h"
+ */
+#include "adaptive.h"
 #include "cpus.h"
 #include "holders.h"
 #include "slot.h"

@@ -56,6 +56,11 @@
  * from the statement after the one that acquired the permit (gate.c arms it
  * for the statement that takes an automatic permit).
  *
+ * Owns no shared state: this session's settings (through guc.c) and its
+ * own record of what it changed (guards[], active_guards).  Called by
+ * permit.c (a grant), local.c and functions.c (after releases); it is told
+ * about the permits it works for and calls no other module.
+ *
  *-------------------------------------------------------------------------
  */
 #include "guard.h"

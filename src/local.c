@@ -15,6 +15,11 @@
  * abort and exit callbacks: if the permit was handed over meanwhile, it is
  * passed on to the next waiter.
  *
+ * Owns backend-local state only (bulkhead_local[], bulkhead_nheld, the
+ * wait index, keep_auto_over_commits); the shared entries are changed
+ * through slot.c.  Called by permit.c, functions.c, gate.c and bulkhead.c
+ * (init); calls slot.c, guard.c, deadlock.c and proof.c.
+ *
  *-------------------------------------------------------------------------
  */
 #include "local.h"

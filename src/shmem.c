@@ -7,7 +7,8 @@
  *
  * Which module writes which field, under which lock, is written down in
  * shmem.h.  This file creates the structures and owns config_requested,
- * prepared_change and worker_procno; it calls no other module.
+ * prepared_change and worker_procno; it calls no other module, and every
+ * module that reads shared state calls it.
  *
  *-------------------------------------------------------------------------
  */

@@ -17,6 +17,11 @@
  * the caller wakes them once the lock is released.  The waiter only looks
  * at its entry's state, so a newcomer can never overtake it.
  *
+ * Called by local.c and permit.c (a backend's own permits), waitgraph.c
+ * (holders stamp), proof.c (waking waiters), loader.c and adaptive.c
+ * (definitions and limits), worker.c (the reaper), views.c (stats reset)
+ * and statsfile.c (restore); calls stats.c only.
+ *
  *-------------------------------------------------------------------------
  */
 #include "slot.h"

@@ -12,6 +12,8 @@
  * longer durations land in the last bucket.  The caller holds the lock
  * that protects the histogram (the workload's slot lock).
  *
+ * Called by slot.c (counting), views.c (percentiles); calls no module.
+ *
  *-------------------------------------------------------------------------
  */
 #include "stats.h"

@@ -105,6 +105,11 @@
  * so the next checker sees it as a backend that can move (it is about to
  * raise its error).
  *
+ * Owns no shared state: it reads the slots (each under its lock, shared;
+ * never two at once) and PGPROCs, and builds its graph in the caller's
+ * memory context.  Called by deadlock.c, and by the server for
+ * bulkhead_blocking_pids.
+ *
  *-------------------------------------------------------------------------
  */
 #include "waitgraph.h"
