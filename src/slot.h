@@ -10,8 +10,8 @@
  * change (dir_lock too for the directory), so that a backend's acquire or
  * release takes one lock once.  Nothing here throws.
  *
- * Called by local.c and permit.c (a backend's own permits), deadlock.c
- * (holders stamp), loader.c and adaptive.c (definitions and limits),
+ * Called by local.c and permit.c (a backend's own permits), waitgraph.c
+ * (holders stamp), proof.c (waking waiters), loader.c and adaptive.c (definitions and limits),
  * worker.c (the reaper), views.c (stats reset), statsfile.c (restore).
  *
  *-------------------------------------------------------------------------
