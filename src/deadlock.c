@@ -215,7 +215,7 @@ find_deadlock(TimestampTz start, uint64 *holders)
 				bulkhead_publish_proof(first->root_slot, first->root_holders,
 							  holder_states(first), start);
 			else
-				bulkhead_withdraw_proof(first->root_slot, first->root_holders);
+				bulkhead_withdraw_proof(first->root_slot);
 		}
 		return NULL;
 	}

@@ -142,13 +142,15 @@ bulkhead_wait_cleanup(void)
 {
 	BulkheadEntry *entry;
 	BulkheadSlot *slot;
+	int			slotno;
 	BulkheadWakeups wakeups = {0};
 	bool		drained;
 
 	if (my_wait_index < 0)
 		return;
 	entry = bulkhead_my_entry(my_wait_index);
-	slot = &bulkhead_shared->slots[entry->workload];
+	slotno = entry->workload;
+	slot = &bulkhead_shared->slots[slotno];
 
 	LWLockAcquire(slot->lock, LW_EXCLUSIVE);
 	drained = bulkhead_slot_cancel_wait(slot, entry, &wakeups);
@@ -156,7 +158,7 @@ bulkhead_wait_cleanup(void)
 	bulkhead_wake(&wakeups);
 
 	my_wait_index = -1;
-	bulkhead_proof_wait_over();
+	bulkhead_proof_wait_over(slotno);
 	if (drained)
 		bulkhead_request_reload();
 }
@@ -172,6 +174,7 @@ bulkhead_end_wait_deadlocked(uint64 holders_stamp)
 {
 	BulkheadEntry *entry;
 	BulkheadSlot *slot;
+	int			slotno;
 	BulkheadWakeups wakeups = {0};
 	bool		ended;
 	bool		drained;
@@ -179,7 +182,8 @@ bulkhead_end_wait_deadlocked(uint64 holders_stamp)
 	if (my_wait_index < 0)
 		return false;
 	entry = bulkhead_my_entry(my_wait_index);
-	slot = &bulkhead_shared->slots[entry->workload];
+	slotno = entry->workload;
+	slot = &bulkhead_shared->slots[slotno];
 
 	LWLockAcquire(slot->lock, LW_EXCLUSIVE);
 	ended = bulkhead_slot_end_wait_deadlocked(slot, entry, holders_stamp,
@@ -190,7 +194,7 @@ bulkhead_end_wait_deadlocked(uint64 holders_stamp)
 	if (ended)
 	{
 		my_wait_index = -1;
-		bulkhead_proof_wait_over();
+		bulkhead_proof_wait_over(slotno);
 	}
 	if (drained)
 		bulkhead_request_reload();

@@ -277,7 +277,7 @@ wait_for_permit(BulkheadSlot *slot, int slotno, int li, BulkheadScope scope,
 				bulkhead_local_record_grant(li, slot, slotno, scope);
 				bulkhead_set_wait_index(-1);
 				LWLockRelease(slot->lock);
-				bulkhead_proof_wait_over();
+				bulkhead_proof_wait_over(slotno);
 				bulkhead_apply_guards(&bulkhead_local[li]);
 				return true;
 			}
@@ -286,7 +286,7 @@ wait_for_permit(BulkheadSlot *slot, int slotno, int li, BulkheadScope scope,
 				bulkhead_slot_time_out(slot, entry);
 				bulkhead_set_wait_index(-1);
 				LWLockRelease(slot->lock);
-				bulkhead_proof_wait_over();
+				bulkhead_proof_wait_over(slotno);
 				if (try_only)
 					return false;
 				report_timeout(name, timeout_us);

@@ -29,9 +29,6 @@
 #define BACKOFF_FACTOR	30
 #define BACKOFF_MAX_MS	10000
 
-/* The workload whose proof this backend's last search made, or -1 */
-static int	proving_slot = -1;
-
 /* The workload whose proof this waiter sleeps on, and that proof's date */
 static int	sleeping_slot = -1;
 static TimestampTz sleeping_on = 0;
@@ -67,7 +64,6 @@ bulkhead_publish_proof(int slotno, uint64 holders, uint64 states, TimestampTz st
 	LWLockAcquire(slot->lock, LW_EXCLUSIVE);
 	/* this backend becomes the one that keeps checking (the prover) */
 	slot->dl_prover = BULKHEAD_MY_PROCNO + 1;
-	proving_slot = slotno;
 	if (slot->dl_holders != holders || slot->dl_interval_us == 0)
 	{
 		slot->dl_holders = holders;
@@ -86,52 +82,59 @@ bulkhead_publish_proof(int slotno, uint64 holders, uint64 states, TimestampTz st
 
 /*
  * The search found this wait stuck (its root not in Prog): no holder of the
- * workload could be shown to move.  Withdraw the workload's proof for these
- * holders, and wake the waiters that sleep on it, so that they search for
- * themselves (a waiter of the workload may be deadlocked now).
+ * workload could be shown to move.  Withdraw the workload's proof, and wake
+ * the waiters that sleep on it, so that they search for themselves (a
+ * waiter of the workload may be deadlocked now).  Whatever holders the
+ * proof was made for: one made for holders since gone is one the sleepers
+ * still sleep on (they have not looked), and one made for newer holders
+ * than this search saw costs only a test of each waiter.
  */
 void
-bulkhead_withdraw_proof(int slotno, uint64 holders)
+bulkhead_withdraw_proof(int slotno)
 {
 	BulkheadSlot *slot = &bulkhead_shared->slots[slotno];
 
 	LWLockAcquire(slot->lock, LW_EXCLUSIVE);
-	if (slot->dl_holders == holders)
-	{
-		slot->dl_proved_at = 0;
-		slot->dl_prover = 0;
-		bulkhead_slot_wake_waiters(slot, true);
-	}
+	slot->dl_proved_at = 0;
+	slot->dl_prover = 0;
+	bulkhead_slot_wake_waiters(slot, true);
 	LWLockRelease(slot->lock);
-	if (proving_slot == slotno)
-		proving_slot = -1;
 }
 
 /*
- * This backend's permit wait is over (granted, timed out, cancelled, ended
- * by a deadlock, or the backend exits).  If it was the prover of its
- * workload's proof, nobody checks at deadlock_timeout any more: the proof
- * goes, and the head waiter is woken to check (and search, and prove)
- * in its place; the others go on sleeping on the proof until it would
- * have expired, and then find the new one.  Call without a lock held;
- * never throws.
+ * This backend's wait for a permit of workload slotno is over (granted,
+ * timed out, cancelled, ended by a deadlock, or the backend exits).  If it
+ * was the workload's prover, nobody checks at deadlock_timeout any more:
+ * the proof goes, and the head waiter is woken and made the prover in its
+ * place, to check (and search, and prove) every deadlock_timeout and, when
+ * its own wait ends, to pass that on in turn (it may be granted before it
+ * has searched at all); the others go on sleeping on the proof until it
+ * would have expired, and then find the new one.  Call without a lock held,
+ * after the wait was ended under the slot lock; never throws.
  */
 void
-bulkhead_proof_wait_over(void)
+bulkhead_proof_wait_over(int slotno)
 {
-	BulkheadSlot *slot;
+	BulkheadSlot *slot = &bulkhead_shared->slots[slotno];
+	int32		me = BULKHEAD_MY_PROCNO + 1;
 
 	sleeping_slot = -1;
-	if (proving_slot < 0)
+
+	/*
+	 * A look without the lock first: dl_prover is set to this backend only
+	 * under the slot lock while it waits there (its own search, or a
+	 * hand-off to it as the head waiter), so before its wait was ended under
+	 * that lock; that write is seen here.
+	 */
+	if (*((volatile int32 *) &slot->dl_prover) != me)
 		return;
-	slot = &bulkhead_shared->slots[proving_slot];
-	proving_slot = -1;
 	LWLockAcquire(slot->lock, LW_EXCLUSIVE);
-	if (slot->dl_prover == BULKHEAD_MY_PROCNO + 1)
+	if (slot->dl_prover == me)
 	{
-		slot->dl_prover = 0;
+		int			head = bulkhead_slot_wake_waiters(slot, false);
+
+		slot->dl_prover = head >= 0 ? head + 1 : 0;
 		slot->dl_proved_at = 0;
-		bulkhead_slot_wake_waiters(slot, false);
 	}
 	LWLockRelease(slot->lock);
 }

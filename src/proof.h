@@ -15,7 +15,7 @@
 extern int64 bulkhead_proof_next_interval(int64 interval_us);
 extern void bulkhead_publish_proof(int slotno, uint64 holders, uint64 states,
 								   TimestampTz start);
-extern void bulkhead_withdraw_proof(int slotno, uint64 holders);
+extern void bulkhead_withdraw_proof(int slotno);
 extern TimestampTz bulkhead_sleep_on_proof(const PermitWait *root,
 										   TimestampTz now);
 extern void bulkhead_proof_check_begins(void);
@@ -25,6 +25,6 @@ extern TimestampTz bulkhead_proof_next_check(TimestampTz next_check,
 											 TimestampTz now);
 
 /* local.c and permit.c: this backend's wait is over (never throws) */
-extern void bulkhead_proof_wait_over(void);
+extern void bulkhead_proof_wait_over(int slotno);
 
 #endif							/* BULKHEAD_PROOF_H */

@@ -87,18 +87,25 @@ bulkhead_wake_all(BulkheadWakeups *wakeups)
 /*
  * Set the latch of every waiter (all), or of the head waiter only: the
  * deadlock check's waiters that sleep on a proof are told it is gone.
+ * Returns the head waiter's PGPROC number, or -1 when nobody waits.
  */
-void
+int
 bulkhead_slot_wake_waiters(BulkheadSlot *slot, bool all)
 {
 	BulkheadEntry *entry;
+	int			head = -1;
 
 	entry_list_foreach(entry, &slot->waiters)
 	{
-		SetLatch(&GetPGProcByNumber(bulkhead_entry_procno(entry))->procLatch);
+		int			procno = bulkhead_entry_procno(entry);
+
+		SetLatch(&GetPGProcByNumber(procno)->procLatch);
+		if (head < 0)
+			head = procno;
 		if (!all)
 			break;
 	}
+	return head;
 }
 
 /* Remove an entry from its slot's list and free it */

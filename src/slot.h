@@ -74,7 +74,7 @@ extern uint64 bulkhead_slot_holders_stamp(const BulkheadSlot *slot);
 /* Serving the queue, and waking whom it served (after the lock) */
 extern void bulkhead_slot_serve(BulkheadSlot *slot, BulkheadWakeups *wakeups);
 extern void bulkhead_wake_all(BulkheadWakeups *wakeups);
-extern void bulkhead_slot_wake_waiters(BulkheadSlot *slot, bool all);
+extern int	bulkhead_slot_wake_waiters(BulkheadSlot *slot, bool all);
 
 static inline void
 bulkhead_wake(BulkheadWakeups *wakeups)
