@@ -58,10 +58,11 @@
  * renewed it), not for one deadlock_timeout: hundreds of waiters then wake
  * a few times a back-off cap rather than every deadlock_timeout.  They are
  * woken at once (their latch, and a changed dl_proved_at that the wait loop
- * sees) when a search withdraws the proof, and the head waiter is woken to
- * test in the prover's place when the prover's wait ends (granted, timed
- * out, cancelled, deadlocked, or its backend exits): a proof that nobody
- * renews goes with it.
+ * sees) when a search withdraws the proof (any search whose root is stuck,
+ * whatever holders the proof was made for), and the head waiter is made the
+ * prover and woken when the prover's wait ends (granted, timed out,
+ * cancelled, deadlocked, or its backend exits).  The prover itself never
+ * skips on C: it watches its whole graph (B), or searches (proof.c).
  * Completeness stays: a deadlock, once formed at time D, lasts, so from D
  * on no test A passes, no search proves anything, and no proof is dated
  * after D; B and C hold for at most the back-off cap after the last proof.
@@ -339,9 +340,11 @@ may_skip_search(PermitWait *root, TimestampTz now, TimestampTz *until)
 	/*
 	 * C; not when this waiter has seen its graph change since its last
 	 * search: then it is the one that must search (the proof may not cover
-	 * what it saw)
+	 * what it saw); nor by the prover, which keeps the proof and must watch
+	 * its whole graph (B), not only the holders' states (C)
 	 */
 	if (!memo.must_search &&
+		root->dl_prover != BULKHEAD_MY_PROCNO + 1 &&
 		same_holders && states != 0 && states == root->dl_holder_states &&
 		now < root->dl_proved_at + root->dl_interval_us)
 	{

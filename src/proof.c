@@ -86,8 +86,10 @@ bulkhead_publish_proof(int slotno, uint64 holders, uint64 states, TimestampTz st
  * the waiters that sleep on it, so that they search for themselves (a
  * waiter of the workload may be deadlocked now).  Whatever holders the
  * proof was made for: one made for holders since gone is one the sleepers
- * still sleep on (they have not looked), and one made for newer holders
- * than this search saw costs only a test of each waiter.
+ * still sleep on (they have not looked).  Waiters sleep only on a proof
+ * that is there (a proof goes only here), so with none there is nobody to
+ * wake: searches that keep finding their roots stuck, as in a lasting
+ * state where every holder waits, then wake no one.
  */
 void
 bulkhead_withdraw_proof(int slotno)
@@ -95,9 +97,12 @@ bulkhead_withdraw_proof(int slotno)
 	BulkheadSlot *slot = &bulkhead_shared->slots[slotno];
 
 	LWLockAcquire(slot->lock, LW_EXCLUSIVE);
-	slot->dl_proved_at = 0;
-	slot->dl_prover = 0;
-	bulkhead_slot_wake_waiters(slot, true);
+	if (slot->dl_proved_at != 0)
+	{
+		slot->dl_proved_at = 0;
+		slot->dl_prover = 0;
+		bulkhead_slot_wake_waiters(slot, true);
+	}
 	LWLockRelease(slot->lock);
 }
 
@@ -105,12 +110,12 @@ bulkhead_withdraw_proof(int slotno)
  * This backend's wait for a permit of workload slotno is over (granted,
  * timed out, cancelled, ended by a deadlock, or the backend exits).  If it
  * was the workload's prover, nobody checks at deadlock_timeout any more:
- * the proof goes, and the head waiter is woken and made the prover in its
- * place, to check (and search, and prove) every deadlock_timeout and, when
- * its own wait ends, to pass that on in turn (it may be granted before it
- * has searched at all); the others go on sleeping on the proof until it
- * would have expired, and then find the new one.  Call without a lock held,
- * after the wait was ended under the slot lock; never throws.
+ * the head waiter is made the prover in its place and woken (its wait loop
+ * sees that it is the prover now), to check (and search, and prove) every
+ * deadlock_timeout and, when its own wait ends, to pass that on in turn (it
+ * may be granted before it has searched at all); the proof stays, and the
+ * others go on sleeping on it.  Call without a lock held, after the wait
+ * was ended under the slot lock; never throws.
  */
 void
 bulkhead_proof_wait_over(int slotno)
@@ -134,7 +139,6 @@ bulkhead_proof_wait_over(int slotno)
 		int			head = bulkhead_slot_wake_waiters(slot, false);
 
 		slot->dl_prover = head >= 0 ? head + 1 : 0;
-		slot->dl_proved_at = 0;
 	}
 	LWLockRelease(slot->lock);
 }
@@ -161,17 +165,21 @@ bulkhead_sleep_on_proof(const PermitWait *root, TimestampTz now)
 
 /*
  * The wait loop, woken before its next check is due: if the proof this
- * waiter sleeps on was withdrawn or passed on (its dl_proved_at changed),
- * the check is due now.  A read without the lock: a change seen late is
- * seen at the next wakeup, or at the check the sleep ends with.
+ * waiter sleeps on was withdrawn or renewed (its dl_proved_at changed), or
+ * this waiter was made the prover, the check is due now.  Reads without
+ * the lock: a change seen late is seen at the next wakeup, or at the check
+ * the sleep ends with.
  */
 TimestampTz
 bulkhead_proof_next_check(TimestampTz next_check, TimestampTz now)
 {
+	BulkheadSlot *slot;
+
 	if (sleeping_slot < 0 || next_check <= now)
 		return next_check;
-	if (*((volatile TimestampTz *) &bulkhead_shared->slots[sleeping_slot].dl_proved_at) ==
-		sleeping_on)
+	slot = &bulkhead_shared->slots[sleeping_slot];
+	if (*((volatile TimestampTz *) &slot->dl_proved_at) == sleeping_on &&
+		*((volatile int32 *) &slot->dl_prover) != BULKHEAD_MY_PROCNO + 1)
 		return next_check;
 	sleeping_slot = -1;
 	return now;
