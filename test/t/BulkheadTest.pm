@@ -78,8 +78,20 @@ sub poll_until
 	my $last = '';
 	while (time() < $deadline)
 	{
-		my ($ret, $out, $err) =
-		  $node->psql('postgres', $query, timeout => $timeout);
+		my ($ret, $out, $err);
+		# psql may exit before it has read the query (the server refused
+		# the connection, say while it restarts after a crash): IPC::Run
+		# then dies of the broken pipe.  That is one more try that failed.
+		if (!eval {
+				($ret, $out, $err) =
+				  $node->psql('postgres', $query, timeout => $timeout);
+				1;
+			})
+		{
+			$last = "psql failed: $@";
+			usleep(50_000);
+			next;
+		}
 		$last = "$out / $err";
 		return 1 if $ret == 0 && $out eq 't';
 		usleep(50_000);
