@@ -57,9 +57,13 @@ ISOLATION_OPTS = --inputdir=$(srcdir)/test $(FIXED_LOCALE) \
 	--temp-instance=./tmp_check_iso \
 	--temp-config=$(srcdir)/test/isolation.conf
 
-# TAP: test/t/*.pl (PostgreSQL::Test::Cluster)
+# TAP: test/t/*.pl (PostgreSQL::Test::Cluster), TAP_JOBS files at a time
+# (each file's servers are its own; PostgreSQL::Test::Cluster takes its
+# ports under a lock), the slowest first (test/t/testrules.yml, read by
+# prove from the tree's top directory).  TAP_JOBS=1: one at a time.
 TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl
+TAP_JOBS = 3
 
 EXTRA_CLEAN = tmp_check_regress tmp_check_iso output_iso results \
 	regression.diffs regression.out
@@ -67,6 +71,11 @@ EXTRA_CLEAN = tmp_check_regress tmp_check_iso output_iso results \
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# (after pgxs, which empties PROVE_FLAGS; PROVE_FLAGS=... on the command
+# line still replaces it)
+PROVE_FLAGS += -j$(TAP_JOBS) --timer
+export HARNESS_RULESFILE = test/t/testrules.yml
 
 .PHONY: demo
 demo:

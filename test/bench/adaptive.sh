@@ -7,7 +7,7 @@
 #   2. simple-update (-N), 128 clients: fixed B = 2..128, each law, ungated
 #   3. light loads, tpcb-like at 2, 8 and 32 clients: each law, ungated
 #   4. shadow mode: the law in force with mode 'shadow' against 'enforce'
-#   5. a shift: -N, tpcb-like, -N (PHASE seconds each) without a restart,
+#   5. a shift: -N, tpcb-like, -N (PHASE seconds each, 128 clients) without a restart,
 #      sampled every 100 ms (TPS from bulkhead_stats.released, and
 #      current_limit), for the law in force and the best fixed B of each
 #      phase; plotted into plots/adaptive-shift.png
@@ -29,9 +29,12 @@ LAWS=(holders climb)
 SWEEP_TPCB=(1 2 3 4 5 6 7 8)
 SWEEP_N=(2 4 8 16 32 64 128)
 LIGHT=(2 8 32)
+MANY=128    # the clients of the sweeps, the shadow runs and the shift
 if bench_quick; then
+    # the smoke run: every section and target, but short runs, few series,
+    # and 32 clients (with -t, a run's time is mostly its connections)
     SECS=1; ROUNDS=1; PHASE=2
-    SWEEP_TPCB=(1 2); SWEEP_N=(2 8); LIGHT=(2)
+    SWEEP_TPCB=(1 2); SWEEP_N=(2 8); LIGHT=(2); MANY=32
 fi
 
 BH_PACKAGES+=(gnuplot-nox)
@@ -115,18 +118,18 @@ series_list() {    # series_list BUILTIN CLIENTS SERIES...
     for s in "$@"; do printf '%s/%s/%s ' "$s" "$b" "$c"; done
 }
 
-# 1 and 2: the sweeps at 128 clients
+# 1 and 2: the sweeps at MANY clients
 declare -A BEST_B
 sweep_table() {    # sweep_table BUILTIN LABEL B...
     local builtin=$1 label=$2 b best=-1 keys
     shift 2
     # shellcheck disable=SC2207
-    keys=($(series_list "$builtin" 128 "${@/#/fixed-}" "${LAWS[@]}" ungated))
+    keys=($(series_list "$builtin" "$MANY" "${@/#/fixed-}" "${LAWS[@]}" ungated))
     bench_alternate "$ROUNDS" run "${keys[@]}"
     for b in "$@"; do
-        if [ "${TPS[fixed-$b/$builtin/128]}" -gt "$best" ]; then best=${TPS[fixed-$b/$builtin/128]} BEST_B[$builtin]=$b; fi
+        if [ "${TPS[fixed-$b/$builtin/$MANY]}" -gt "$best" ]; then best=${TPS[fixed-$b/$builtin/$MANY]} BEST_B[$builtin]=$b; fi
     done
-    echo "### $label, 128 clients"
+    echo "### $label, $MANY clients"
     echo
     echo "| series | TPS (median) | rounds | p99 ms | failed |"
     echo "|---|---:|---|---:|---:|"
@@ -134,7 +137,7 @@ sweep_table() {    # sweep_table BUILTIN LABEL B...
         echo "| ${k%%/*} | ${TPS[$k]} | ${RUNS_TPS[$k]} | ${P99[$k]} | ${FAILED[$k]} |"
     done
     echo
-    echo "Best fixed B: **${BEST_B[$builtin]}** (${TPS[fixed-${BEST_B[$builtin]}/$builtin/128]} TPS, p99 ${P99[fixed-${BEST_B[$builtin]}/$builtin/128]} ms)."
+    echo "Best fixed B: **${BEST_B[$builtin]}** (${TPS[fixed-${BEST_B[$builtin]}/$builtin/$MANY]} TPS, p99 ${P99[fixed-${BEST_B[$builtin]}/$builtin/$MANY]} ms)."
     echo
 }
 
@@ -172,7 +175,7 @@ shadow_run() {    # KEY = law or shadow-law: also samples the limit
     bench_psql -c "SELECT bulkhead_stats_reset('tpcb')" >/dev/null
     sampler_start "$file"
     local out
-    out=$(bench_pgbench -M simple -c 128 -j 2 -T "$SECS" -b tpcb-like -U gated)
+    out=$(bench_pgbench -M simple -c "$MANY" -j 2 -T "$SECS" -b tpcb-like -U gated)
     sampler_stop
     cat "$file" >>"$BENCH_DIR/limits-$1.all"
     bench_psql -tAc "SELECT peak_queued, rejected_full, timed_out, shadow_queued FROM bulkhead_stats WHERE workload = 'tpcb'" \
@@ -183,7 +186,7 @@ shadow_run() {    # KEY = law or shadow-law: also samples the limit
 shadow_keys=($(for l in "${LAWS[@]}"; do echo "$l shadow-$l"; done))
 for k in "${shadow_keys[@]}"; do rm -f "$BENCH_DIR/limits-$k.all" "$BENCH_DIR/counts-$k.all"; done
 bench_alternate "$ROUNDS" shadow_run "${shadow_keys[@]}"
-echo "### Shadow mode, tpcb-like, 128 clients"
+echo "### Shadow mode, tpcb-like, $MANY clients"
 echo
 echo "current_limit sampled every 100 ms from 2 s into each run to its end (all rounds together); in shadow mode the limit is computed and shown but not enforced."
 echo
@@ -203,7 +206,7 @@ shift_run() {    # shift_run SERIES ROUND: the three phases, sampled
     bench_tpcb_reset
     sampler_start "$file"
     for b in simple-update tpcb-like simple-update; do
-        bench_pgbench -M simple -c 128 -j 2 -T "$PHASE" -b "$b" -U gated >/dev/null
+        bench_pgbench -M simple -c "$MANY" -j 2 -T "$PHASE" -b "$b" -U gated >/dev/null
     done
     sampler_stop
 }
@@ -228,7 +231,7 @@ phase_tps() {
     shift_curve "$1" | awk -v a="$(($2 * PHASE + $3))" -v b="$(($2 * PHASE + $4))" \
         '$1 >= a && $1 < b { s += $2; n++ } END { printf "%.0f", n ? s / n : 0 }'
 }
-echo "### Shift: simple-update, tpcb-like, simple-update (${PHASE} s each), 128 clients, without a restart"
+echo "### Shift: simple-update, tpcb-like, simple-update (${PHASE} s each), $MANY clients, without a restart"
 echo
 echo "TPS from bulkhead_stats.released sampled every 100 ms; columns: mean TPS over the phase's second half, and over the 10 s to the phase's end from 10 s into it (medians of $ROUNDS rounds)."
 echo
@@ -255,20 +258,20 @@ fi
 # targets (the first law is the one kept)
 law=${LAWS[0]}
 bt=${BEST_B[tpcb-like]} bn=${BEST_B[simple-update]}
-r=$(bench_ratio "${TPS[$law/tpcb-like/128]}" "${TPS[fixed-$bt/tpcb-like/128]}")
+r=$(bench_ratio "${TPS[$law/tpcb-like/$MANY]}" "${TPS[fixed-$bt/tpcb-like/$MANY]}")
 bench_at_least "$r" 0.9 && met=0 || met=1
-bench_target "adaptive ($law), tpcb-like at 128 clients: ≥ 0.9× the best fixed B ($bt) (${r}×)" $met
-r=$(bench_ratio "${P99[$law/tpcb-like/128]}" "${P99[fixed-$bt/tpcb-like/128]}")
+bench_target "adaptive ($law), tpcb-like at $MANY clients: ≥ 0.9× the best fixed B ($bt) (${r}×)" $met
+r=$(bench_ratio "${P99[$law/tpcb-like/$MANY]}" "${P99[fixed-$bt/tpcb-like/$MANY]}")
 bench_at_least 1.5 "$r" && met=0 || met=1
-bench_target "adaptive ($law), tpcb-like at 128 clients: p99 ≤ 1.5× that B's (${P99[$law/tpcb-like/128]} ms against ${P99[fixed-$bt/tpcb-like/128]} ms, ${r}×)" $met
-f=$((FAILED[$law/tpcb-like/128] + FAILED[$law/simple-update/128]))
-bench_target "adaptive ($law): no failed transaction at 128 clients ($f failed)" "$([ "$f" = 0 ] && echo 0 || echo 1)"
-r=$(bench_ratio "${TPS[$law/simple-update/128]}" "${TPS[fixed-$bn/simple-update/128]}")
+bench_target "adaptive ($law), tpcb-like at $MANY clients: p99 ≤ 1.5× that B's (${P99[$law/tpcb-like/$MANY]} ms against ${P99[fixed-$bt/tpcb-like/$MANY]} ms, ${r}×)" $met
+f=$((FAILED[$law/tpcb-like/$MANY] + FAILED[$law/simple-update/$MANY]))
+bench_target "adaptive ($law): no failed transaction at $MANY clients ($f failed)" "$([ "$f" = 0 ] && echo 0 || echo 1)"
+r=$(bench_ratio "${TPS[$law/simple-update/$MANY]}" "${TPS[fixed-$bn/simple-update/$MANY]}")
 bench_at_least "$r" 0.9 && met=0 || met=1
-bench_target "adaptive ($law), -N at 128 clients: ≥ 0.9× the best fixed B ($bn) (${r}×)" $met
-r=$(bench_ratio "${TPS[$law/simple-update/128]}" "${TPS[ungated/simple-update/128]}")
+bench_target "adaptive ($law), -N at $MANY clients: ≥ 0.9× the best fixed B ($bn) (${r}×)" $met
+r=$(bench_ratio "${TPS[$law/simple-update/$MANY]}" "${TPS[ungated/simple-update/$MANY]}")
 bench_at_least "$r" 0.9 && met=0 || met=1
-bench_target "adaptive ($law), -N at 128 clients: ≥ 0.9× ungated (${r}×)" $met
+bench_target "adaptive ($law), -N at $MANY clients: ≥ 0.9× ungated (${r}×)" $met
 for c in "${LIGHT[@]}"; do
     r=$(bench_ratio "${TPS[$law/tpcb-like/$c]}" "${TPS[ungated/tpcb-like/$c]}")
     bench_at_least "$r" 0.9 && met=0 || met=1

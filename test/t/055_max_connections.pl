@@ -74,7 +74,10 @@ is( sql(
 		"SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'"),
 	$max_connections,
 	"all $max_connections connection slots are in use");
-my ($ret, $out, $err) = $node->psql('postgres', 'SELECT 1');
+# (the query as -c, nothing on stdin: a psql refused at once has no stdin
+# left to write to, which IPC::Run would die of)
+my ($ret, $out, $err) =
+  $node->psql('postgres', '', extra_params => [ '-c', 'SELECT 1' ]);
 like($err, qr/too many clients already/, 'one more connection is refused');
 is( sql(
 		$m,

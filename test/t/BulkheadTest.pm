@@ -8,7 +8,9 @@ package BulkheadTest;
 use strict;
 use warnings;
 
+use Digest::MD5 qw(md5_hex);
 use Exporter 'import';
+use Fcntl qw(:flock);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -32,6 +34,41 @@ our @EXPORT = qw(
 		$params{extra} =
 		  [ '--encoding=UTF8', '--locale=C', @{ $params{extra} // [] } ];
 		return $init->($self, %params);
+	};
+}
+
+# initdb once per set of options for the whole run: the first node made
+# with them runs initdb into a template directory under tmp_check (shared
+# by the test files that prove runs side by side, hence the lock), and every
+# node copies that template, as PostgreSQL's own tests do with
+# INITDB_TEMPLATE (PostgreSQL 17 and later, and only without extra options:
+# ours always have some).  A copy takes a tenth of initdb's time, and a run
+# makes some 40 nodes.  Cluster::init calls initdb through
+# PostgreSQL::Test::Utils::system_or_bail('initdb', ..., '-D' (or, from
+# PostgreSQL 18, '--pgdata'), $pgdata, ...).
+{
+	no warnings 'redefine';
+	my $system_or_bail = \&PostgreSQL::Test::Utils::system_or_bail;
+	*PostgreSQL::Test::Utils::system_or_bail = sub {
+		my @cmd = @_;
+		my ($d) = grep { $cmd[$_] =~ /^(?:-D|--pgdata)$/ } 0 .. $#cmd;
+		return $system_or_bail->(@cmd)
+		  unless $cmd[0] eq 'initdb' && defined $d && $d < $#cmd;
+		my $pgdata = $cmd[ $d + 1 ];
+		my @opts = @cmd[ 1 .. $d - 1, $d + 2 .. $#cmd ];
+		my $template = "$PostgreSQL::Test::Utils::tmp_check/initdb_template_"
+		  . md5_hex(join("\0", @opts));
+		open(my $lock, '>', "$template.lock") or die "$template.lock: $!";
+		flock($lock, LOCK_EX) or die "lock $template.lock: $!";
+		if (!-d $template)
+		{
+			$system_or_bail->('initdb', $cmd[$d], "$template.new", @opts);
+			rename("$template.new", $template)
+			  or die "rename $template.new: $!";
+		}
+		close($lock);
+		note("initializing database system by copying initdb template $template");
+		return $system_or_bail->('cp', '-RPp', $template, $pgdata);
 	};
 }
 
@@ -78,8 +115,20 @@ sub poll_until
 	my $last = '';
 	while (time() < $deadline)
 	{
-		my ($ret, $out, $err) =
-		  $node->psql('postgres', $query, timeout => $timeout);
+		my ($ret, $out, $err);
+		# psql may exit before it has read the query (the server refused
+		# the connection, say while it restarts after a crash): IPC::Run
+		# then dies of the broken pipe.  That is one more try that failed.
+		if (!eval {
+				($ret, $out, $err) =
+				  $node->psql('postgres', $query, timeout => $timeout);
+				1;
+			})
+		{
+			$last = "psql failed: $@";
+			usleep(50_000);
+			next;
+		}
 		$last = "$out / $err";
 		return 1 if $ret == 0 && $out eq 't';
 		usleep(50_000);
