@@ -13,8 +13,9 @@
 # server (the test servers load $libdir/bulkhead.so), and runs `make
 # installcheck` as the postgres user (initdb refuses root).
 #
-# On every version: pg_regress, pg_isolation_regress, the TAP tests, each
-# against its own temporary preloaded server.  On the first version (15)
+# On every version: the module structure of the build (test/structure/run.sh),
+# pg_regress, pg_isolation_regress, the TAP tests, each against its own
+# temporary preloaded server.  On the first version (15)
 # also: locale (regress and isolation again from an emptied environment with
 # LC_ALL=C), the suites with runner scripts of their own (test/clients/run.sh:
 # JDBC, psycopg and PgBouncer; test/stress/run.sh: 48 clients for 30 s,
@@ -47,9 +48,11 @@ usage() {
          "default: every version the suite runs on"
 }
 
-# regress, isolation and tap run on every version of the matrix
+# structure (test/structure/run.sh: the module graph, file and function
+# lengths, on that version's build), regress, isolation and tap run on
+# every version of the matrix
 # (scripts/postgres.sh); the others on the first one, Debian 12's own.
-EVERY_VERSION=(regress isolation tap)
+EVERY_VERSION=(structure regress isolation tap)
 FIRST_VERSION_ONLY=(locale clients stress valgrind package alerts meta bench)
 ALL_SUITES=("${EVERY_VERSION[@]}" "${FIRST_VERSION_ONLY[@]}")
 mapfile -t MAJORS < <(bh_pg_majors)

@@ -14,42 +14,48 @@
 #
 #   bash test/structure/run.sh [OBJDIR]     (default: src, after make)
 #
-# Prints one "ok"/"not ok" line per check and exits non-zero on a failure.
+# Prints one "ok"/"not ok" line per check, then "N passed, N failed" (as the
+# test command's phases do), and exits non-zero on a failure.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top=$(cd "$here/../.." && pwd)
 objdir=${1:-$top/src}
 allowed=$here/modules.allowed
 fail=0
-ok() { echo "ok - $*"; }
-notok() { echo "not ok - $*"; fail=1; }
+passed=0
+failed=0
+ok() { echo "ok - $*"; passed=$((passed + 1)); }
+notok() { echo "not ok - $*"; fail=1; failed=$((failed + 1)); }
 
 shopt -s nullglob
 objs=("$objdir"/*.o)
 if [ ${#objs[@]} -eq 0 ]; then
     echo "not ok - no object files in $objdir: build first (make)"
+    echo "0 passed, 1 failed"
     exit 1
 fi
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# symbols defined and used by each module
+# symbols defined and used by each module ("D module symbol", "U module
+# symbol"), then one line per edge: "from to symbol..."
 for o in "${objs[@]}"; do
     m=$(basename "$o" .o)
-    nm --defined-only -g "$o" | awk '{print $3}' | sort -u >"$tmp/$m.def"
-    nm -u "$o" | awk '{print $2}' | sort -u >"$tmp/$m.und"
-done
-: >"$tmp/edges"
-for u in "$tmp"/*.und; do
-    a=$(basename "$u" .und)
-    for d in "$tmp"/*.def; do
-        b=$(basename "$d" .def)
-        [ "$a" = "$b" ] && continue
-        syms=$(comm -12 "$u" "$d" | tr '\n' ' ')
-        [ -n "$syms" ] && echo "$a $b $syms" >>"$tmp/edges"
-    done
-done
+    nm --defined-only -g "$o" | awk -v m="$m" '{ print "D", m, $3 }'
+    nm -u "$o" | awk -v m="$m" '{ print "U", m, $2 }'
+done >"$tmp/symbols"
+awk '
+    $1 == "D" { owner[$3] = $2; next }
+    { used[NR] = $2 " " $3 }
+    END {
+        for (i in used) {
+            split(used[i], f, " ")
+            if ((f[2] in owner) && owner[f[2]] != f[1])
+                edges[f[1] " " owner[f[2]]] = edges[f[1] " " owner[f[2]]] " " f[2]
+        }
+        for (e in edges) print e edges[e]
+    }' "$tmp/symbols" | sort >"$tmp/edges"
 
 # 1. edges against the allowed list, then cycles
 grep -v '^[[:space:]]*\(#\|$\)' "$allowed" | awk '{print $1" "$2}' | sort -u >"$tmp/allowed"
@@ -59,8 +65,9 @@ if [ -z "$extra" ]; then
     ok "every call between modules is in modules.allowed ($(wc -l <"$tmp/actual") edges)"
 else
     while read -r a b; do
-        notok "module $a calls module $b, which modules.allowed does not allow: $(grep "^$a $b " "$tmp/edges" | cut -d' ' -f3-)"
+        echo "not ok - module $a calls module $b, which modules.allowed does not allow: $(grep "^$a $b " "$tmp/edges" | cut -d' ' -f3-)"
     done <<<"$extra"
+    fail=1 failed=$((failed + 1))
 fi
 unused=$(comm -13 "$tmp/actual" "$tmp/allowed")
 [ -n "$unused" ] && echo "# allowed but not used: $(echo "$unused" | tr '\n' ',' | sed 's/,$//')"
@@ -75,11 +82,11 @@ long_files=0
 for f in "$top"/src/*.c; do
     n=$(wc -l <"$f")
     if [ "$n" -gt 600 ]; then
-        notok "$(basename "$f") has $n lines (at most 600)"
+        echo "not ok - $(basename "$f") has $n lines (at most 600)"
         long_files=1
     fi
 done
-[ $long_files = 0 ] && ok "no source file over 600 lines"
+if [ $long_files = 0 ]; then ok "no source file over 600 lines"; else fail=1 failed=$((failed + 1)); fi
 
 # 3. function length
 awk '
@@ -99,9 +106,11 @@ awk '
     }
 ' "$top"/src/*.c >"$tmp/long"
 if [ -s "$tmp/long" ]; then
-    while read -r line; do notok "function over 80 lines without a \"Long:\" reason: ${line#"$top"/}"; done <"$tmp/long"
+    while read -r line; do echo "not ok - function over 80 lines without a \"Long:\" reason: ${line#"$top"/}"; done <"$tmp/long"
+    fail=1 failed=$((failed + 1))
 else
     ok "no function over 80 lines without a reason"
 fi
 
+echo "$passed passed, $failed failed"
 exit $fail
