@@ -63,7 +63,7 @@ ISOLATION_OPTS = --inputdir=$(srcdir)/test $(FIXED_LOCALE) \
 # prove from the tree's top directory).  TAP_JOBS=1: one at a time.
 TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl
-TAP_JOBS = 3
+TAP_JOBS = 4
 
 EXTRA_CLEAN = tmp_check_regress tmp_check_iso output_iso results \
 	regression.diffs regression.out
