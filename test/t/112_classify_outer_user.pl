@@ -35,6 +35,7 @@ $node->safe_psql(
 });
 wait_loaded($node, 'owner_wl', 4);
 wait_loaded($node, 'caller_wl', 4);
+wait_classified($node, 'caller_r', 'caller_wl');
 
 my $s = $node->background_psql('postgres',
 	on_error_stop => 0,

@@ -39,6 +39,7 @@ $node->safe_psql(
 	ALTER FUNCTION public.by_member(int) OWNER TO member_r;
 });
 wait_loaded($node, 'members', 4);
+wait_classified($node, 'member_r', 'members');
 
 my ($ret, $out, $err) = $node->psql('postgres', 'SELECT public.by_other(1)',
 	extra_params => [ '-U', 'member_r' ]);

@@ -17,7 +17,7 @@ use Test::More;
 use Time::HiRes qw(usleep time);
 
 our @EXPORT = qw(
-  bulkhead_node wait_loaded session send_async finish_async sql sql2
+  bulkhead_node wait_loaded wait_classified session send_async finish_async sql sql2
   close_session poll_until stats activity_states waiting_backends
   worker_pid all_counts
 );
@@ -103,6 +103,21 @@ sub wait_loaded
 			30),
 		"workload $w loaded with max_running = $b")
 	  or die "workload $w was not loaded";
+}
+
+# Wait until a session of role $role is classified into $workload by the
+# rules: the worker defines a load's workloads before it replaces the rules
+# (wait_loaded sees the first, not the second).
+sub wait_classified
+{
+	my ($node, $role, $w) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	ok( poll_until(
+			$node,
+			"SET ROLE $role; SELECT workload = '$w' FROM bulkhead_classify()",
+			30),
+		"the rules send role $role to $w")
+	  or die "the rules were not loaded";
 }
 
 # Poll $query on $node (database postgres) until it returns 't', for at
