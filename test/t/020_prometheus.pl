@@ -19,6 +19,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep time);
 use BulkheadTest;
+use PromTest;
 
 my $exporter = '/usr/bin/prometheus-postgres-exporter';
 my $queries =
@@ -263,25 +264,10 @@ open(my $fh, '>', "$PostgreSQL::Test::Utils::log_path/020_prometheus_metrics.txt
 print $fh $body;
 close($fh);
 
-# Parse the text exposition format: samples by name, types by name.
-my (%samples, %types);
-for my $line (split /\n/, $body)
-{
-	if ($line =~ /^# TYPE (\S+) (\S+)$/)
-	{
-		$types{$1} = $2;
-	}
-	elsif ($line =~ /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/)
-	{
-		my ($name, $labels, $value) = ($1, $2 // '', $3);
-		my %l;
-		while ($labels =~ /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)
-		{
-			$l{$1} = $2;
-		}
-		push @{ $samples{$name} }, { labels => \%l, value => $value };
-	}
-}
+# samples by name, types by name
+my ($samples_ref, $types_ref) = parse_metrics($body);
+my %samples = %$samples_ref;
+my %types = %$types_ref;
 
 # The value of the one sample of $name whose labels include %want (other
 # labels, such as the exporter's "server", may be there too); undef if

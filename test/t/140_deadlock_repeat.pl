@@ -33,13 +33,7 @@ wait_loaded($node, 'w', 1);
 ok(poll_until($node, "SELECT current_setting('deadlock_timeout') = '100ms'"),
 	'deadlock_timeout is 100ms');
 
-sub dl_session
-{
-	my $s = session($node);
-	sql($s, '\set VERBOSITY verbose');
-	my $pid = sql($s, 'SELECT pg_backend_pid()');
-	return ($s, $pid);
-}
+sub dl_session { return verbose_session($node); }
 
 # the searches logged by backend $pid after byte $offset of the log
 sub searches

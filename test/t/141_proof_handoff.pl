@@ -36,13 +36,7 @@ wait_loaded($node, 'w', 1);
 ok(poll_until($node, "SELECT current_setting('deadlock_timeout') = '100ms'"),
 	'deadlock_timeout is 100ms');
 
-sub dl_session
-{
-	my $s = session($node);
-	sql($s, '\set VERBOSITY verbose');
-	my $pid = sql($s, 'SELECT pg_backend_pid()');
-	return ($s, $pid);
-}
+sub dl_session { return verbose_session($node); }
 
 # the pids of the waiters' searches logged after byte $offset, in order
 sub searchers

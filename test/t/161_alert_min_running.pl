@@ -102,25 +102,7 @@ sub scrape
 {
 	my $res = prom_http()->get("http://127.0.0.1:$exporter_port/metrics");
 	return () unless $res->{success};
-	my (%samples, %types);
-	for my $line (split /\n/, $res->{content})
-	{
-		if ($line =~ /^# TYPE (\S+) (\S+)$/)
-		{
-			$types{$1} = $2;
-		}
-		elsif ($line =~ /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/)
-		{
-			my ($name, $labels, $value) = ($1, $2 // '', $3);
-			my %l;
-			while ($labels =~ /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)
-			{
-				$l{$1} = $2;
-			}
-			push @{ $samples{$name} }, { labels => \%l, value => $value };
-		}
-	}
-	return (\%samples, \%types);
+	return parse_metrics($res->{content});
 }
 
 # "workload/mode=value ..." of metric $name in a scrape, sorted; the other

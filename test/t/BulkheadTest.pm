@@ -17,7 +17,7 @@ use Test::More;
 use Time::HiRes qw(usleep time);
 
 our @EXPORT = qw(
-  bulkhead_node wait_loaded wait_classified session send_async finish_async sql sql2
+  bulkhead_node wait_loaded wait_classified session verbose_session send_async finish_async sql sql2
   close_session poll_until stats activity_states waiting_backends
   worker_pid all_counts
 );
@@ -103,6 +103,16 @@ sub wait_loaded
 			30),
 		"workload $w loaded with max_running = $b")
 	  or die "workload $w was not loaded";
+}
+
+# A session with verbose error messages (SQLSTATEs shown), and its pid
+sub verbose_session
+{
+	my ($node) = @_;
+	my $s = session($node);
+	sql($s, '\\set VERBOSITY verbose');
+	my $pid = sql($s, 'SELECT pg_backend_pid()');
+	return ($s, $pid);
 }
 
 # Wait until a session of role $role is classified into $workload by the

@@ -19,7 +19,8 @@ use Test::More;
 use Time::HiRes qw(usleep time);
 
 our @EXPORT = qw(prom_require start_exporter start_prometheus stop_child
-  prom_wait_for prom_api prom_query prom_alerts prom_http $prom_queries
+  prom_wait_for prom_api prom_query prom_alerts prom_http parse_metrics
+  $prom_queries
   $prom_rules);
 
 my $exporter = '/usr/bin/prometheus-postgres-exporter';
@@ -160,6 +161,32 @@ EOF
 		"--web.listen-address=127.0.0.1:$port",
 		'--log.level=info');
 	return "http://127.0.0.1:$port/api/v1";
+}
+
+# Parse Prometheus' text exposition format: ({ name => [ { labels =>
+# {...}, value => v } ] }, { name => type }).
+sub parse_metrics
+{
+	my ($body) = @_;
+	my (%samples, %types);
+	for my $line (split /\n/, $body)
+	{
+		if ($line =~ /^# TYPE (\S+) (\S+)$/)
+		{
+			$types{$1} = $2;
+		}
+		elsif ($line =~ /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/)
+		{
+			my ($name, $labels, $value) = ($1, $2 // '', $3);
+			my %l;
+			while ($labels =~ /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)
+			{
+				$l{$1} = $2;
+			}
+			push @{ $samples{$name} }, { labels => \%l, value => $value };
+		}
+	}
+	return (\%samples, \%types);
 }
 
 # Poll $cond (a sub returning true when done) every 0.5 s for up to
