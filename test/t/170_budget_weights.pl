@@ -23,7 +23,7 @@ use Test::More;
 use Time::HiRes qw(sleep time);
 use BulkheadTest;
 
-my $run = 14;        # seconds each loop runs
+my $run = 17;        # seconds each loop runs
 my $measure = 10;    # seconds measured, from 2 s into the run
 my $per_child = 6;
 
