@@ -15,6 +15,7 @@ OBJS = \
 	src/statsfile.o \
 	src/slot.o \
 	src/budget.o \
+	src/blockers.o \
 	src/local.o \
 	src/guard.o \
 	src/waitgraph.o \
@@ -25,12 +26,14 @@ OBJS = \
 	src/views.o \
 	src/rules.o \
 	src/gate.o \
+	src/treecheck.o \
 	src/catalog.o \
 	src/tables.o \
 	src/loader.o \
 	src/cpus.o \
 	src/holders.o \
 	src/adaptive.o \
+	src/holds.o \
 	src/worker.o
 DATA = sql/bulkhead--1.0.sql sql/bulkhead--1.1.sql sql/bulkhead--1.0--1.1.sql \
 	sql/bulkhead--1.2.sql sql/bulkhead--1.1--1.2.sql
@@ -47,7 +50,7 @@ FIXED_LOCALE = --encoding=UTF8 --no-locale
 # pg_regress: sql/<name>.sql against expected/<name>.out
 REGRESS = setup workload_table permits failed_statement scopes guards \
 	guard_levels errors stats transparent bad_input privileges rules adaptive \
-	budgets
+	budgets holds
 REGRESS_OPTS = --temp-instance=./tmp_check_regress $(FIXED_LOCALE) \
 	--temp-config=$(srcdir)/test/regress.conf
 

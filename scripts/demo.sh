@@ -9,7 +9,8 @@
 # preloaded with bulkhead, and walks through one workload with a few psql
 # sessions: a permit taken, a caller queued and served in turn, a caller
 # rejected (53B01), a wait that times out (53B02), a guard that cancels a slow
-# statement (57014), and the statistics. The server is stopped and every file
+# statement (57014), the statistics, and a shared budget (a reservation kept
+# while another workload borrows the rest). The server is stopped and every file
 # removed at exit. Exit status 0 when every step behaved as described.
 set -euo pipefail
 
@@ -360,6 +361,40 @@ expect 'timed_out +\| 1$' "the expired wait is counted"
 run admin '\x off'
 run admin "SELECT * FROM bulkhead_activity;"
 expect '\(0 rows\)' "no permit is left held or awaited"
+
+narrate "11. Shared budgets. 'server' runs best at 4 active transactions: it becomes" \
+         "    a budget that 'checkout' and 'analytics' draw from. checkout keeps 2" \
+         "    permits reserved (never lent); the other 2 are shared."
+run admin "INSERT INTO bulkhead_workload (name, max_running) VALUES ('server', 4);"
+run admin "INSERT INTO bulkhead_workload (name, max_running, max_queued, queue_timeout, parent, reserved, weight) VALUES ('checkout', 4, 8, '2s', 'server', 2, 300), ('analytics', 4, 8, '2s', 'server', 0, 100);"
+expect '^INSERT 0 2' "the two children are inserted"
+poll_until "SELECT count(*) = 2 FROM bulkhead_stats WHERE parent = 'server'" \
+    "the budget and its children are loaded" 10 || true
+
+narrate "While checkout is idle, analytics borrows the whole shared part: A and B" \
+        "run, and C gets nothing although 2 of server's 4 permits are free:" \
+        "they are checkout's reservation."
+run A "SELECT bulkhead_acquire('analytics');"
+expect_no_error "A borrows a shared permit"
+run B "SELECT bulkhead_acquire('analytics');"
+expect_no_error "B borrows the other shared permit"
+run C "SELECT bulkhead_try_acquire('analytics');"
+expect '^ f$' "C gets nothing: the reservation is not lent"
+run admin "SELECT workload, parent, reserved, running, borrowed FROM bulkhead_stats WHERE workload IN ('server', 'checkout', 'analytics') ORDER BY parent NULLS FIRST, workload;"
+expect 'analytics +\| server +\| +0 \| +2 \| +2$' "analytics runs 2, both borrowed"
+
+narrate "checkout comes back: its 2 reserved permits are there at once, while" \
+        "analytics keeps the 2 it borrowed (nothing is ever preempted)."
+run C "SELECT bulkhead_acquire('checkout', '0');"
+expect_no_error "C gets a checkout permit at once"
+run admin "SELECT bulkhead_acquire('checkout', '0');"
+expect_no_error "a second checkout permit, at once"
+run admin "SELECT workload, parent, reserved, running, borrowed FROM bulkhead_stats WHERE workload IN ('server', 'checkout', 'analytics') ORDER BY parent NULLS FIRST, workload;"
+expect 'server +\| +\| +0 \| +4 \| +0$' "server runs 4: its whole limit, never more"
+expect 'checkout +\| server +\| +2 \| +2 \| +0$' "checkout runs its 2 reserved permits"
+for who in A B; do run "$who" "SELECT bulkhead_release('analytics');"; done
+run C "SELECT bulkhead_release('checkout');"
+run admin "SELECT bulkhead_release('checkout');"
 
 blank
 if [ "$CHECKS_FAILED" -eq 0 ]; then

@@ -53,8 +53,15 @@ SELECT bulkhead_release('reports');
 -- the constraints
 -- the children's reservations exceed the budget's max_running
 UPDATE bulkhead_workload SET reserved = 2 WHERE name IN ('reports', 'batch');
--- lowering the budget below its children's reservations
+-- lowering the budget below its children's reservations (one statement,
+-- two rows)
+UPDATE bulkhead_workload
+   SET max_running = CASE name WHEN 'shop' THEN 1 ELSE max_running END,
+       reserved = CASE name WHEN 'reports' THEN 1 ELSE reserved END
+ WHERE name IN ('shop', 'reports');
+-- pausing a budget keeps its children's reservations (it grants nothing)
 UPDATE bulkhead_workload SET max_running = 0 WHERE name = 'shop';
+UPDATE bulkhead_workload SET max_running = 2 WHERE name = 'shop';
 -- a cycle, and a workload its own parent
 UPDATE bulkhead_workload SET parent = 'reports' WHERE name = 'shop';
 UPDATE bulkhead_workload SET parent = 'batch' WHERE name = 'batch';

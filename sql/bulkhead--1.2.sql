@@ -59,7 +59,23 @@ CREATE TABLE @extschema@.bulkhead_workload (
                       CHECK (weight BETWEEN 1 AND 10000),
     -- a paused workload (max_running 0) keeps its reservation, idle
     CONSTRAINT bulkhead_workload_reserved_valid
-        CHECK (reserved >= 0 AND (max_running = 0 OR reserved <= max_running))
+        CHECK (reserved >= 0 AND (max_running = 0 OR reserved <= max_running)),
+    -- 1.2: runaway holders.  A permit held longer than max_hold is logged,
+    -- its statement cancelled, its backend terminated, or it is moved (its
+    -- work goes on, counted in move_to).
+    max_hold          interval
+                      CONSTRAINT bulkhead_workload_max_hold_positive
+                      CHECK (max_hold > '0'),
+    on_max_hold       text     NOT NULL DEFAULT 'log'
+                      CONSTRAINT bulkhead_workload_on_max_hold_valid
+                      CHECK (on_max_hold IN ('log', 'cancel', 'terminate', 'move')),
+    move_to           text
+                      CONSTRAINT bulkhead_workload_move_to_fkey
+                      REFERENCES @extschema@.bulkhead_workload (name)
+                      ON UPDATE CASCADE,
+    -- move_to is what 'move' needs, and only 'move'; never the workload itself
+    CONSTRAINT bulkhead_workload_move_to_valid
+        CHECK ((on_max_hold = 'move') = (move_to IS NOT NULL) AND move_to <> name)
 );
 
 COMMENT ON TABLE @extschema@.bulkhead_workload IS
@@ -68,7 +84,10 @@ COMMENT ON TABLE @extschema@.bulkhead_workload IS
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.bulkhead_workload', '');
 
 -- Refuses changes outside bulkhead.database and beyond bulkhead.max_workloads,
--- and tells the worker to reload when the transaction commits.
+-- and (1.2) changes that break the rules of the trees of budgets across
+-- rows (no cycle of parents, at most 4 levels, the reservations of a
+-- budget's children within its max_running, no move_to naming a budget);
+-- tells the worker to reload when the transaction commits.
 CREATE FUNCTION @extschema@.bulkhead_workload_changed()
 RETURNS trigger
 AS 'MODULE_PATHNAME', 'bulkhead_workload_changed'
@@ -86,76 +105,6 @@ CREATE TRIGGER bulkhead_workload_check
 CREATE TRIGGER bulkhead_workload_notify
     AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.bulkhead_workload
     FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.bulkhead_workload_changed();
-
--- The rules of the trees of budgets that a row alone cannot check: no
--- cycle of parents, at most 4 levels, and the reservations of a budget's
--- children within its max_running.  Checked after each statement that
--- inserts or updates rows (a DELETE cannot break them: a parent with
--- children cannot be deleted).  SECURITY DEFINER: a role allowed to change
--- some columns need not read the whole table to have the rules checked;
--- it takes no argument and only reads the extension's own table.
-CREATE FUNCTION @extschema@.bulkhead_workload_check_budgets()
-RETURNS trigger
-LANGUAGE plpgsql
-SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    r record;
-BEGIN
-    FOR r IN
-        WITH RECURSIVE up(name, ancestor, depth, path) AS (
-            SELECT w.name, w.parent, 1, ARRAY[w.name]
-              FROM @extschema@.bulkhead_workload w
-            UNION ALL
-            SELECT up.name, p.parent, up.depth + 1, up.path || p.name
-              FROM up JOIN @extschema@.bulkhead_workload p ON p.name = up.ancestor
-             WHERE NOT p.name = ANY (up.path) AND up.depth <= 4
-        )
-        SELECT up.name, up.ancestor = ANY (up.path) AS cycle,
-               up.path || up.ancestor AS path
-          FROM up
-         WHERE up.ancestor = ANY (up.path) OR up.depth > 4
-         ORDER BY up.ancestor = ANY (up.path) DESC, up.ancestor = up.name DESC, up.name
-         LIMIT 1
-    LOOP
-        IF r.cycle THEN
-            RAISE EXCEPTION 'parents of workload "%" form a cycle', r.name
-                USING ERRCODE = 'check_violation',
-                      DETAIL = format('Its path up: %s.', array_to_string(r.path, ' -> ')),
-                      HINT = 'A budget cannot draw from its own subtree.';
-        END IF;
-        RAISE EXCEPTION 'workload "%" is more than 4 levels deep', r.name
-            USING ERRCODE = 'check_violation',
-                  DETAIL = format('Its path up: %s.', array_to_string(r.path, ' -> ')),
-                  HINT = 'A tree of budgets has at most 4 levels.';
-    END LOOP;
-
-    FOR r IN
-        SELECT p.name, p.max_running, sum(c.reserved) AS total,
-               string_agg(format('"%s" (%s)', c.name, c.reserved), ', ' ORDER BY c.name) AS children
-          FROM @extschema@.bulkhead_workload p
-          JOIN @extschema@.bulkhead_workload c ON c.parent = p.name
-         GROUP BY p.name, p.max_running
-        HAVING sum(c.reserved) > p.max_running
-         ORDER BY p.name
-         LIMIT 1
-    LOOP
-        RAISE EXCEPTION 'reservations under budget "%" exceed its max_running', r.name
-            USING ERRCODE = 'check_violation',
-                  DETAIL = format('Its children''s reservations add up to %s: %s; its max_running is %s.',
-                                  r.total, r.children, r.max_running),
-                  HINT = 'Lower the children''s reserved, or raise the budget''s max_running, in one statement.';
-    END LOOP;
-    RETURN NULL;
-END
-$$;
-
-REVOKE ALL ON FUNCTION @extschema@.bulkhead_workload_check_budgets() FROM PUBLIC;
-
-CREATE TRIGGER bulkhead_workload_budgets
-    AFTER INSERT OR UPDATE ON @extschema@.bulkhead_workload
-    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.bulkhead_workload_check_budgets();
 
 -- Permits
 
@@ -221,7 +170,10 @@ CREATE FUNCTION @extschema@.bulkhead_stats(
     OUT parent text,
     OUT reserved integer,
     OUT weight integer,
-    OUT borrowed integer)
+    OUT borrowed integer,
+    OUT over_hold bigint,
+    OUT moved_out bigint,
+    OUT moved_in bigint)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'bulkhead_stats'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
@@ -235,7 +187,8 @@ CREATE FUNCTION @extschema@.bulkhead_activity(
     OUT state text,
     OUT scope text,
     OUT since timestamptz,
-    OUT wait_ms double precision)
+    OUT wait_ms double precision,
+    OUT moved_from text)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'bulkhead_activity'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;

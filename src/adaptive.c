@@ -465,7 +465,7 @@ bulkhead_adaptive_decide(void)
 			/* raising serves the queue now; lowering preempts no one */
 			bulkhead_slot_set_limit(slot, target);
 			fig.running = slot->running;
-			fig.queued = slot->queued;
+			fig.queued = slot->first_child >= 0 ? slot->sub_queued : slot->queued;
 			fig.min_running = slot->config.min_running;
 			fig.max_running = slot->config.max_running;
 		}

@@ -44,8 +44,8 @@
  *
  * Writes the tree fields of the slots (shmem.h), the running counts of
  * budgets, and a slot's reserved and weight when they change.  Called by
- * slot.c (counts, serving, reconfiguring), waitgraph.c and holders.c (the
- * holders of a subtree), loader.c (re-parenting); calls no other module.
+ * slot.c (counts, serving, reconfiguring), blockers.c (the tree's shape),
+ * loader.c (re-parenting); calls no other module.
  *
  *-------------------------------------------------------------------------
  */
@@ -129,27 +129,6 @@ bulkhead_budget_root(BulkheadSlot *slot)
 	return slot;
 }
 
-/* Has the shared part of budget parent room for one more borrowed permit? */
-static inline bool
-shared_room(const BulkheadSlot *parent)
-{
-	return parent->config.shadow ||
-		parent->shared_used < parent->current_limit - parent->reserved_sum;
-}
-
-/* May slot (one more permit of its subtree) take one at its parent's level? */
-static inline bool
-room_at_parent(const BulkheadSlot *slot, const BulkheadSlot *parent)
-{
-	return slot->running < slot->config.reserved || shared_room(parent);
-}
-
-static inline bool
-under_limit(const BulkheadSlot *slot)
-{
-	return slot->config.shadow || slot->running < slot->current_limit;
-}
-
 /* Is a permit free for a leaf: at every level of its path (see the header)? */
 bool
 bulkhead_budget_path_free(BulkheadSlot *slot)
@@ -158,11 +137,11 @@ bulkhead_budget_path_free(BulkheadSlot *slot)
 	{
 		BulkheadSlot *parent = parent_of(slot);
 
-		if (!under_limit(slot))
+		if (!bulkhead_budget_under_limit(slot))
 			return false;
 		if (parent == NULL)
 			return true;
-		if (!room_at_parent(slot, parent))
+		if (!bulkhead_budget_room_at_parent(slot, parent))
 			return false;
 		slot = parent;
 	}
@@ -262,7 +241,7 @@ pick(BulkheadSlot *slot, TimestampTz now, TimestampTz *head_at)
 	Candidate	best = {-1};
 	int			c;
 
-	if (slot->sub_queued == 0 || !under_limit(slot))
+	if (slot->sub_queued == 0 || !bulkhead_budget_under_limit(slot))
 		return -1;
 	if (slot->queued > 0)
 	{
@@ -274,7 +253,7 @@ pick(BulkheadSlot *slot, TimestampTz now, TimestampTz *head_at)
 		BulkheadSlot *child = bulkhead_slot_at(c);
 		Candidate	cand;
 
-		if (child->sub_queued == 0 || !room_at_parent(child, slot))
+		if (child->sub_queued == 0 || !bulkhead_budget_room_at_parent(child, slot))
 			continue;
 		cand.slotno = pick(child, now, &cand.head_at);
 		if (cand.slotno < 0)
@@ -300,92 +279,6 @@ bulkhead_budget_pick(BulkheadSlot *slot, TimestampTz now)
 	TimestampTz head_at;
 
 	return pick(bulkhead_budget_root(slot), now, &head_at);
-}
-
-/*
- * The waiters of a leaf wait for the holders whose release could give them
- * a permit: those of the subtree of the lowest level of the path at which a
- * permit is not free (that level at its limit: its subtree; its parent's
- * shared part full: the parent's subtree, where the borrowers are).  When
- * the path is free (a grant in flight), the leaf's own holders, as outside
- * a tree.  Returns that slot's index.
- *
- * The subtree may hold a few permits whose release would only refill a
- * sibling's reservation.  For deadlock detection (waitgraph.c) an extra
- * holder can only delay a report, never make a false one: a waiter is
- * stuck only when all of its holders are, and reported only when all of
- * them lead back to it.
- */
-int
-bulkhead_budget_blocker(BulkheadSlot *slot)
-{
-	BulkheadSlot *level = slot;
-
-	for (;;)
-	{
-		BulkheadSlot *parent = parent_of(level);
-
-		if (!under_limit(level))
-			return bulkhead_slot_index(level);
-		if (parent == NULL)
-			return bulkhead_slot_index(slot);
-		if (!room_at_parent(level, parent))
-			return bulkhead_slot_index(parent);
-		level = parent;
-	}
-}
-
-/* Collecting a waiter's holders: each backend once */
-typedef struct HolderList
-{
-	int		   *pids;
-	int		   *procnos;
-	int			n;
-	bool		dedupe;			/* in a tree, a backend may hold permits of
-								 * several leaves */
-} HolderList;
-
-static void
-add_holder(BulkheadEntry *holder, void *arg)
-{
-	HolderList *list = arg;
-	int			procno = bulkhead_entry_procno(holder);
-	int			i;
-
-	for (i = 0; list->dedupe && i < list->n; i++)
-		if (list->procnos[i] == procno)
-			return;
-	list->pids[list->n] = holder->pid;
-	list->procnos[list->n++] = procno;
-}
-
-/*
- * The backends that slot's waiters wait for, each once, into pids and
- * procnos (room for one per PGPROC): outside a tree, its holders; in a
- * tree, see bulkhead_budget_blocker.  Returns how many.
- */
-int
-bulkhead_budget_blockers(BulkheadSlot *slot, int *pids, int *procnos)
-{
-	HolderList	list = {pids, procnos, 0, bulkhead_in_tree(slot)};
-
-	bulkhead_budget_foreach_holder(bulkhead_slot_at(bulkhead_budget_blocker(slot)),
-								   add_holder, &list);
-	return list.n;
-}
-
-/* Every entry held in top's subtree, top's own too (depth-first) */
-void
-bulkhead_budget_foreach_holder(BulkheadSlot *top, BulkheadHolderFn fn,
-							   void *arg)
-{
-	BulkheadEntry *entry;
-	int			c;
-
-	entry_list_foreach(entry, &top->holders)
-		fn(entry, arg);
-	for (c = top->first_child; c >= 0; c = bulkhead_slot_at(c)->next_sibling)
-		bulkhead_budget_foreach_holder(bulkhead_slot_at(c), fn, arg);
 }
 
 /*

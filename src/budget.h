@@ -50,22 +50,37 @@ bulkhead_budget_borrowed(const BulkheadSlot *slot)
 	return slot->running - slot->config.reserved;
 }
 
+/* Has the shared part of budget parent room for one more borrowed permit? */
+static inline bool
+bulkhead_budget_shared_room(const BulkheadSlot *parent)
+{
+	return parent->config.shadow ||
+		parent->shared_used < parent->current_limit - parent->reserved_sum;
+}
+
+/* May slot (one more permit of its subtree) take one at its parent's level? */
+static inline bool
+bulkhead_budget_room_at_parent(const BulkheadSlot *slot, const BulkheadSlot *parent)
+{
+	return slot->running < slot->config.reserved ||
+		bulkhead_budget_shared_room(parent);
+}
+
+static inline bool
+bulkhead_budget_under_limit(const BulkheadSlot *slot)
+{
+	return slot->config.shadow || slot->running < slot->current_limit;
+}
+
 extern BulkheadSlot *bulkhead_budget_root(BulkheadSlot *slot);
 extern bool bulkhead_budget_path_free(BulkheadSlot *slot);
 extern void bulkhead_budget_adjust(BulkheadSlot *slot, int drunning,
 								   int dqueued, TimestampTz now);
 extern int	bulkhead_budget_pick(BulkheadSlot *slot, TimestampTz now);
-extern int	bulkhead_budget_blocker(BulkheadSlot *slot);
-extern int	bulkhead_budget_blockers(BulkheadSlot *slot, int *pids, int *procnos);
 extern void bulkhead_budget_reconfigure(BulkheadSlot *slot,
 										const BulkheadConfig *old,
 										TimestampTz now);
 extern void bulkhead_budget_detach_empty(BulkheadSlot *slot);
-
-/* Every permit entry held in the subtree of top (top's own too) */
-typedef void (*BulkheadHolderFn) (BulkheadEntry *entry, void *arg);
-extern void bulkhead_budget_foreach_holder(BulkheadSlot *top,
-										   BulkheadHolderFn fn, void *arg);
 
 /* The worker's load: make the trees those of new_parent[] (slot indexes) */
 extern bool bulkhead_budget_restructure(const int *new_parent);

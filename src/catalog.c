@@ -20,12 +20,13 @@
  *
  * Owns no shared state: it asks the worker to reload through shmem.c.
  * Called by loader.c (the lookups) and by the triggers; reads the settings
- * of shmem.c and rules.c.
+ * of shmem.c and rules.c; has the trees of budgets checked (treecheck.c).
  *
  *-------------------------------------------------------------------------
  */
 #include "catalog.h"
 #include "rules.h"
+#include "treecheck.h"
 
 #include "access/genam.h"
 #include "access/htup_details.h"
@@ -383,7 +384,12 @@ config_table_changed(FunctionCallInfo fcinfo, const ConfigTable *ct)
 	{
 		if (TRIGGER_FIRED_BY_INSERT(trigdata->tg_event) ||
 			TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
+		{
 			check_row_count(trigdata->tg_relation, ct);
+			/* under the lock check_row_count took, its rows made visible */
+			if (ct->verified == &verified_workload_table)
+				bulkhead_check_trees(trigdata->tg_relation);
+		}
 		request_reload_at_commit();
 	}
 	return PointerGetDatum(NULL);

@@ -214,6 +214,7 @@ holds_for_whole_utility(Node *stmt, ProcessUtilityContext context)
 static void
 gate_ExecutorStart(QueryDesc *queryDesc, int eflags)
 {
+	bulkhead_local_follow_moves();
 	gate_transaction();
 	if (prev_ExecutorStart)
 		prev_ExecutorStart(queryDesc, eflags);
@@ -246,6 +247,7 @@ gate_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 
 	bool		hold = false;
 
+	bulkhead_local_follow_moves();
 	if (!utility_needs_no_permit(pstmt->utilityStmt))
 		hold = gate_transaction() &&
 			holds_for_whole_utility(pstmt->utilityStmt, context);

@@ -58,6 +58,7 @@
  */
 #include "holders.h"
 #include "budget.h"
+#include "blockers.h"
 #include "entry_list.h"
 
 #include "miscadmin.h"

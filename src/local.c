@@ -34,6 +34,7 @@
 #include "storage/proc.h"
 #include "tcop/pquery.h"
 #include "utils/memutils.h"
+#include "utils/timeout.h"
 #include "utils/portal.h"
 
 BulkheadLocalPermit *bulkhead_local = NULL;
@@ -104,6 +105,31 @@ bulkhead_local_record_grant(int li, const BulkheadSlot *slot, int slotno,
 }
 
 /*
+ * Take the lock of the slot that entry (this backend's) is linked into now:
+ * the worker may move a holder to another workload (holds.c) while we wait
+ * for the lock, so the field is read again once it is held.  Returns the
+ * slot, its lock held exclusively, and its index in *slotno.
+ */
+static BulkheadSlot *
+lock_entry_slot(BulkheadEntry *entry, int *slotno)
+{
+	for (;;)
+	{
+		int			w = *((volatile int16 *) &entry->workload);
+		BulkheadSlot *slot = &bulkhead_shared->slots[w];
+
+		Assert(w >= 0);
+		bulkhead_slot_lock(slot, LW_EXCLUSIVE);
+		if (entry->workload == w)
+		{
+			*slotno = w;
+			return slot;
+		}
+		LWLockRelease(slot->lock);
+	}
+}
+
+/*
  * Return a permit this backend holds (local index li): the entry leaves
  * the holders and the next waiter, if any, is served.  Never throws.
  */
@@ -116,12 +142,11 @@ bulkhead_release_entry(int li)
 	TimestampTz now = bulkhead_stats_clock();
 	BulkheadWakeups wakeups = {0};
 	bool		drained;
+	int			slotno;
 
 	Assert(permit->held);
-	slot = &bulkhead_shared->slots[permit->workload];
-
-	bulkhead_slot_lock(slot, LW_EXCLUSIVE);
-	Assert(entry->workload == permit->workload);
+	/* its workload, or the one the worker moved it to */
+	slot = lock_entry_slot(entry, &slotno);
 	drained = bulkhead_slot_release(slot, entry, now, &wakeups);
 	LWLockRelease(slot->lock);
 	bulkhead_wake(&wakeups);
@@ -149,10 +174,8 @@ bulkhead_wait_cleanup(void)
 	if (my_wait_index < 0)
 		return;
 	entry = bulkhead_my_entry(my_wait_index);
-	slotno = entry->workload;
-	slot = &bulkhead_shared->slots[slotno];
-
-	bulkhead_slot_lock(slot, LW_EXCLUSIVE);
+	/* a grant just made may have been moved already */
+	slot = lock_entry_slot(entry, &slotno);
 	drained = bulkhead_slot_cancel_wait(slot, entry, &wakeups);
 	LWLockRelease(slot->lock);
 	bulkhead_wake(&wakeups);
@@ -182,10 +205,7 @@ bulkhead_end_wait_deadlocked(uint64 holders_stamp)
 	if (my_wait_index < 0)
 		return false;
 	entry = bulkhead_my_entry(my_wait_index);
-	slotno = entry->workload;
-	slot = &bulkhead_shared->slots[slotno];
-
-	bulkhead_slot_lock(slot, LW_EXCLUSIVE);
+	slot = lock_entry_slot(entry, &slotno);
 	ended = bulkhead_slot_end_wait_deadlocked(slot, entry, holders_stamp,
 											  &wakeups, &drained);
 	LWLockRelease(slot->lock);
@@ -199,6 +219,55 @@ bulkhead_end_wait_deadlocked(uint64 holders_stamp)
 	if (drained)
 		bulkhead_request_reload();
 	return ended;
+}
+
+/*
+ * At the start of a statement: did the worker move one of our permits to
+ * another workload (runaway holders, holds.c)?  Then it follows its new
+ * workload: the guards become move_to's, from this statement on (applied
+ * as at a grant; then a session permit's are worked out again as after a
+ * release, so that the old workload's stricter guard no longer holds the
+ * setting down; a transaction or automatic permit's SET LOCAL can only
+ * lower it until the transaction ends).  The look
+ * without a lock costs a compare per held permit; the lock is taken only
+ * for a permit that moved.
+ */
+void
+bulkhead_local_follow_moves(void)
+{
+	int			statement_timeout = StatementTimeout;
+	bool		session = false;
+	bool		moved = false;
+	int			li;
+
+	if (bulkhead_nheld == 0)
+		return;
+	for (li = 0; li < bulkhead_shared->permits_per_backend; li++)
+	{
+		BulkheadLocalPermit *permit = &bulkhead_local[li];
+		BulkheadEntry *entry = bulkhead_my_entry(li);
+		BulkheadSlot *slot;
+		int			slotno;
+
+		if (!permit->held ||
+			*((volatile int16 *) &entry->workload) == permit->workload)
+			continue;
+		slot = lock_entry_slot(entry, &slotno);
+		permit->workload = slotno;
+		permit->statement_timeout_ms = slot->config.statement_timeout_ms;
+		permit->lock_timeout_ms = slot->config.lock_timeout_ms;
+		permit->idle_timeout_ms = slot->config.idle_timeout_ms;
+		LWLockRelease(slot->lock);
+		moved = true;
+		if (permit->scope == BULKHEAD_SCOPE_SESSION)
+			session = true;
+		bulkhead_apply_guards(permit);
+	}
+	if (session)
+		restore_guards();
+	/* statement_timeout was armed when the statement started: arm it again */
+	if (moved && StatementTimeout > 0 && StatementTimeout != statement_timeout)
+		enable_timeout_after(STATEMENT_TIMEOUT, StatementTimeout);
 }
 
 static void

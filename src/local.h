@@ -60,6 +60,7 @@ extern void bulkhead_wait_cleanup(void);
 extern bool bulkhead_end_wait_deadlocked(uint64 holders_stamp);
 
 extern void bulkhead_release_entry(int li);
+extern void bulkhead_local_follow_moves(void);
 extern int	bulkhead_release_session_permits(void);
 extern void bulkhead_discard_session_permits(void);
 extern void bulkhead_keep_auto_over_commits(bool keep);

@@ -87,9 +87,12 @@ bulkhead_shmem_size(void)
 	size = MAXALIGN(sizeof(BulkheadShared));
 	size = add_size(size, MAXALIGN(mul_size(bulkhead_max_workloads,
 											sizeof(BulkheadSlot))));
+	size = add_size(size, MAXALIGN(mul_size(mul_size(bulkhead_backend_count(),
+													 bulkhead_max_permits_per_backend),
+											sizeof(BulkheadEntry))));
 	size = add_size(size, mul_size(mul_size(bulkhead_backend_count(),
 											bulkhead_max_permits_per_backend),
-								   sizeof(BulkheadEntry)));
+								   sizeof(BulkheadMoved)));
 	return size;
 }
 
@@ -142,6 +145,10 @@ bulkhead_shmem_startup(void)
 		shared->slots = (BulkheadSlot *) ptr;
 		ptr += MAXALIGN(mul_size(shared->nslots, sizeof(BulkheadSlot)));
 		shared->entries = (BulkheadEntry *) ptr;
+		nentries = shared->nbackends * shared->permits_per_backend;
+		ptr += MAXALIGN(mul_size(nentries, sizeof(BulkheadEntry)));
+		shared->moved = (BulkheadMoved *) ptr;
+		memset(shared->moved, 0, mul_size(nentries, sizeof(BulkheadMoved)));
 
 		for (i = 0; i < shared->nslots; i++)
 		{

@@ -22,6 +22,7 @@
  *         shared_used, service, served_at,
  *         granted_at; running of a budget
  *   every permit entry                        its slot's lock   slot.c
+ *   shared->moved[] (per entry)               its slot's lock   slot.c
  *   shared: config_loaded, rows_pending       dir_lock          loader.c
  *   shared: config_requested, prepared_change atomic            shmem.c
  *   shared: worker_procno                     none (see below)  shmem.c
@@ -64,7 +65,9 @@
  * - A permit entry's workload field is set by its owner backend's call to
  *   slot.c, under the slot lock of the workload it names, while the entry
  *   is free; it is cleared (-1) under that same lock when the entry is
- *   unlinked.
+ *   unlinked.  The worker may move a holder to another workload (runaway
+ *   holders, holds.c), holding the locks of both: so the owner, to release,
+ *   reads the field, takes that slot's lock and checks the field again.
  * - slot->current_limit is the limit every grant decision uses: the
  *   configured max_running, or the adaptive limit.  After a lowering,
  *   running may exceed it until holders release: nothing is preempted and
@@ -126,13 +129,26 @@ typedef struct BulkheadConfig
 	bool		shadow;
 	bool		adaptive;		/* the worker sets slot->current_limit */
 	int			min_running;	/* its floor (when max_running >= 1) */
+	int64		max_hold_us;	/* 1.2: how long a permit may be held; 0:
+								 * no limit */
+	uint8		on_max_hold;	/* 1.2: BulkheadHoldAction */
 	int			reserved;		/* 1.2: permits of the parent kept for this
 								 * subtree alone */
 	int			weight;			/* 1.2: share of the parent's shared part */
 	int			nroles;			/* 0 = any role may acquire */
 	char		roles[BULKHEAD_MAX_ROLES][NAMEDATALEN];
 	char		parent[NAMEDATALEN];	/* 1.2: the budget drawn from, or "" */
+	char		move_to[NAMEDATALEN];	/* 1.2: for BULKHEAD_HOLD_MOVE */
 } BulkheadConfig;
+
+/* What the worker does to a holder past max_hold (runaway holders, 1.2) */
+typedef enum BulkheadHoldAction
+{
+	BULKHEAD_HOLD_LOG = 0,
+	BULKHEAD_HOLD_CANCEL,
+	BULKHEAD_HOLD_TERMINATE,
+	BULKHEAD_HOLD_MOVE
+} BulkheadHoldAction;
 
 /* A list of permit entries linked by index (entry_list.h) */
 #define BULKHEAD_NO_ENTRY		(-1)
@@ -215,6 +231,18 @@ typedef struct BulkheadEntry
 
 StaticAssertDecl(sizeof(BulkheadEntry) == 32, "a permit entry should stay at 32 bytes");
 
+/*
+ * Where a holder moved by the worker (runaway holders) came from, one per
+ * permit entry, valid while since equals the entry's since (a later grant
+ * of the entry has another): no write on the acquire and release paths.
+ * Protected like the entry (the lock of the slot it is linked into).
+ */
+typedef struct BulkheadMoved
+{
+	TimestampTz since;
+	char		from[NAMEDATALEN];
+} BulkheadMoved;
+
 typedef struct BulkheadShared
 {
 	LWLock	   *dir_lock;
@@ -235,6 +263,7 @@ typedef struct BulkheadShared
 										 * runs a deadlock check, or 0 */
 	BulkheadSlot *slots;		/* nslots */
 	BulkheadEntry *entries;		/* nbackends * permits_per_backend */
+	BulkheadMoved *moved;		/* one per entry */
 } BulkheadShared;
 
 extern BulkheadShared *bulkhead_shared;

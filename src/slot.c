@@ -26,6 +26,7 @@
  */
 #include "slot.h"
 #include "budget.h"
+#include "blockers.h"
 #include "entry_list.h"
 
 #include "miscadmin.h"
@@ -210,6 +211,23 @@ link_entry(BulkheadSlot *slot, int slotno, BulkheadEntry *entry,
 	}
 }
 
+/*
+ * A budget's acquired and released count its subtree's (the "climb" law of
+ * an adaptive budget measures its throughput by them)
+ */
+static void
+count_in_budgets(BulkheadSlot *slot, bool acquired)
+{
+	while (slot->parent >= 0)
+	{
+		slot = bulkhead_slot_at(slot->parent);
+		if (acquired)
+			slot->stats.acquired++;
+		else
+			slot->stats.released++;
+	}
+}
+
 /* entry was just granted (at once or after a wait): count it */
 void
 bulkhead_slot_count_grant(BulkheadSlot *slot, BulkheadEntry *entry)
@@ -219,6 +237,8 @@ bulkhead_slot_count_grant(BulkheadSlot *slot, BulkheadEntry *entry)
 	if (entry->since > entry->queued_at)
 		waited = entry->since - entry->queued_at;
 	slot->stats.acquired++;
+	if (slot->parent >= 0)
+		count_in_budgets(slot, true);
 	bulkhead_stats_add_wait(&slot->stats, waited);
 }
 
@@ -326,6 +346,8 @@ bulkhead_slot_release(BulkheadSlot *slot, BulkheadEntry *entry,
 					  TimestampTz now, BulkheadWakeups *wakeups)
 {
 	slot->stats.released++;
+	if (slot->parent >= 0)
+		count_in_budgets(slot, false);
 	bulkhead_stats_add_hold(&slot->stats, now > entry->since ? now - entry->since : 0);
 	unlink_entry(slot, entry);
 	if (waiters_to_serve(slot))
@@ -364,7 +386,7 @@ bulkhead_slot_end_wait_deadlocked(BulkheadSlot *slot, BulkheadEntry *entry,
 	if (entry->state != BULKHEAD_ENTRY_WAITING ||
 		(bulkhead_in_tree(slot) ? bulkhead_budget_path_free(slot) :
 		 (slot->config.shadow || slot->running < slot->current_limit)) ||
-		bulkhead_slot_holders_stamp(slot) != holders_stamp)
+		bulkhead_holders_stamp(slot) != holders_stamp)
 		return false;
 	slot->stats.deadlocks++;
 	unlink_entry(slot, entry);
@@ -383,47 +405,55 @@ void
 bulkhead_slot_drop_entry(BulkheadSlot *slot, BulkheadEntry *entry)
 {
 	if (entry->state == BULKHEAD_ENTRY_GRANTED)
+	{
 		slot->stats.released++;
+		if (slot->parent >= 0)
+			count_in_budgets(slot, false);
+	}
 	else
 		slot->stats.cancelled++;
 	unlink_entry(slot, entry);
 }
 
+/* The worker found a holder of slot past max_hold (counted once per permit) */
+void
+bulkhead_slot_note_over_hold(BulkheadSlot *slot)
+{
+	slot->stats.over_hold++;
+}
+
 /*
- * A value that changes when the holders change (who holds, and since when):
- * the deadlock check compares what it saw with what is.  Caller holds
- * slot->lock, shared at least.
+ * Move holder entry of slot from (index fromno) to slot to (index tono):
+ * its work goes on, but it counts in to from now on, even beyond to's
+ * limit (to grants nothing new until it is back under), and from's queue
+ * is served at once.  The caller (the worker) holds the locks of both
+ * (one lock when they share a tree).  The entry remembers where it came
+ * from (shared->moved) for bulkhead_activity.
  */
-static inline uint64
-holder_stamp(BulkheadEntry *entry)
+void
+bulkhead_slot_move(BulkheadSlot *from, BulkheadSlot *to, int tono,
+				   BulkheadEntry *entry, TimestampTz now,
+				   BulkheadWakeups *wakeups)
 {
-	return bulkhead_mix64(((uint64) entry_index(entry) << 1 | 1) ^
-						  bulkhead_mix64((uint64) entry->since));
-}
+	BulkheadMoved *moved = &bulkhead_shared->moved[entry_index(entry)];
 
-static void
-add_holder_stamp(BulkheadEntry *entry, void *arg)
-{
-	*(uint64 *) arg += holder_stamp(entry);
-}
-
-uint64
-bulkhead_slot_holders_stamp(BulkheadSlot *slot)
-{
-	BulkheadEntry *entry;
-	uint64		stamp = 0;
-
-	/* in a tree: the holders its waiters wait for (budget.c) */
-	if (bulkhead_in_tree(slot))
-	{
-		bulkhead_budget_foreach_holder(bulkhead_slot_at(bulkhead_budget_blocker(slot)),
-									   add_holder_stamp, &stamp);
-		return stamp;
-	}
-	/* a sum: independent of the order of the list */
-	entry_list_foreach(entry, &slot->holders)
-		stamp += holder_stamp(entry);
-	return stamp;
+	Assert(entry->state == BULKHEAD_ENTRY_GRANTED);
+	entry_list_delete(&from->holders, entry);
+	if (bulkhead_in_tree(from))
+		bulkhead_budget_adjust(from, -1, 0, now);
+	else
+		from->running--;
+	entry_list_push_tail(&to->holders, entry);
+	if (bulkhead_in_tree(to))
+		bulkhead_budget_adjust(to, 1, 0, now);
+	else if (++to->running > to->stats.peak_running)
+		to->stats.peak_running = to->running;
+	entry->workload = (int16) tono;
+	moved->since = entry->since;
+	strlcpy(moved->from, from->name, NAMEDATALEN);
+	from->stats.moved_out++;
+	to->stats.moved_in++;
+	bulkhead_slot_serve(from, wakeups);
 }
 
 /* A new limit: raising it serves the queue now; lowering preempts no one */

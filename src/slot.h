@@ -70,7 +70,6 @@ extern bool bulkhead_slot_end_wait_deadlocked(BulkheadSlot *slot,
 											  BulkheadWakeups *wakeups,
 											  bool *drained);
 extern void bulkhead_slot_drop_entry(BulkheadSlot *slot, BulkheadEntry *entry);
-extern uint64 bulkhead_slot_holders_stamp(BulkheadSlot *slot);
 
 /* Serving the queue, and waking whom it served (after the lock) */
 extern void bulkhead_slot_serve(BulkheadSlot *slot, BulkheadWakeups *wakeups);
@@ -83,6 +82,12 @@ bulkhead_wake(BulkheadWakeups *wakeups)
 	if (wakeups->n > 0)
 		bulkhead_wake_all(wakeups);
 }
+
+/* Runaway holders (the worker, holds.c) */
+extern void bulkhead_slot_note_over_hold(BulkheadSlot *slot);
+extern void bulkhead_slot_move(BulkheadSlot *from, BulkheadSlot *to, int tono,
+							   BulkheadEntry *entry, TimestampTz now,
+							   BulkheadWakeups *wakeups);
 
 /* The worker's and the SQL functions' changes */
 extern void bulkhead_slot_set_limit(BulkheadSlot *slot, int limit);

@@ -45,6 +45,10 @@ typedef struct BulkheadStats
 	TimestampTz stats_reset;
 	/* new in 1.1, last so that a 1.0 statistics file reads as a prefix */
 	uint64		deadlocks;		/* waits ended with 40P01 */
+	/* new in 1.2 (runaway holders), last for the same reason */
+	uint64		over_hold;		/* holders that passed max_hold */
+	uint64		moved_out;		/* holders moved to move_to */
+	uint64		moved_in;		/* holders moved here from another */
 } BulkheadStats;
 
 /*

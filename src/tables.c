@@ -51,6 +51,8 @@ read_row(HeapTuple tuple, TupleDesc desc, WorkloadRow *row)
 	bool		isnull;
 	Datum		roles;
 	Datum		name;
+	Datum		d;
+	char		action[NAMEDATALEN];
 
 	memset(row, 0, sizeof(WorkloadRow));
 	/* NOT NULL in the table; the other columns read NULL as 0 */
@@ -73,6 +75,15 @@ read_row(HeapTuple tuple, TupleDesc desc, WorkloadRow *row)
 	(void) text_column(tuple, desc, 12, c->parent);
 	c->reserved = DatumGetInt32(SPI_getbinval(tuple, desc, 13, &isnull));
 	c->weight = DatumGetInt32(SPI_getbinval(tuple, desc, 14, &isnull));
+	d = SPI_getbinval(tuple, desc, 15, &isnull);
+	/* NULL: no limit; a limit is at least 1 us */
+	c->max_hold_us = isnull ? 0 :
+		(int64) Max(Min(DatumGetFloat8(d), (double) (PG_INT64_MAX / 2)), 1.0);
+	if (text_column(tuple, desc, 16, action))
+		c->on_max_hold = strcmp(action, "cancel") == 0 ? BULKHEAD_HOLD_CANCEL :
+			strcmp(action, "terminate") == 0 ? BULKHEAD_HOLD_TERMINATE :
+			strcmp(action, "move") == 0 ? BULKHEAD_HOLD_MOVE : BULKHEAD_HOLD_LOG;
+	(void) text_column(tuple, desc, 17, c->move_to);
 
 	roles = SPI_getbinval(tuple, desc, 9, &isnull);
 	if (!isnull)
@@ -94,7 +105,7 @@ read_row(HeapTuple tuple, TupleDesc desc, WorkloadRow *row)
 /*
  * The columns read from bulkhead_workload, in the order of the query in
  * read_table; adaptive and min_running are new in 1.1 (adaptive limits),
- * the last three in 1.2 (shared budgets).
+ * the last six in 1.2 (shared budgets, runaway holders).
  */
 static const struct
 {
@@ -115,11 +126,14 @@ static const struct
 	{"min_running", INT4OID},
 	{"parent", TEXTOID},
 	{"reserved", INT4OID},
-	{"weight", INT4OID}
+	{"weight", INT4OID},
+	{"max_hold", INTERVALOID},
+	{"on_max_hold", TEXTOID},
+	{"move_to", TEXTOID}
 };
 
 #define NUM_WORKLOAD_COLUMNS	((int) lengthof(workload_columns))
-#define NUM_1_0_COLUMNS			(NUM_WORKLOAD_COLUMNS - 5)
+#define NUM_1_0_COLUMNS			(NUM_WORKLOAD_COLUMNS - 8)
 
 /*
  * Has the extension's table the columns of 1.1's adaptive limit?  An
@@ -142,16 +156,20 @@ check_workload_columns(Oid relid)
 }
 
 /*
- * Has the extension's table the columns of 1.2's shared budgets?  One still
- * at 1.1 has not: its workloads are all roots.
+ * Has the extension's table the columns of 1.2 (shared budgets, runaway
+ * holders)?  One still at 1.1 has not: its workloads are all roots, with
+ * no max_hold.
  */
 static bool
-check_budget_columns(Oid relid)
+check_1_2_columns(Oid relid)
 {
+	int			i;
+
 	if (!bulkhead_check_column(relid, "parent", TEXTOID, true))
 		return false;
-	(void) bulkhead_check_column(relid, "reserved", INT4OID, false);
-	(void) bulkhead_check_column(relid, "weight", INT4OID, false);
+	for (i = NUM_WORKLOAD_COLUMNS - 5; i < NUM_WORKLOAD_COLUMNS; i++)
+		(void) bulkhead_check_column(relid, workload_columns[i].name,
+									 workload_columns[i].type, false);
 	return true;
 }
 
@@ -347,13 +365,14 @@ read_workloads(const BulkheadExtension *ext, MemoryContext cxt,
 				 errmsg("extension \"bulkhead\" has no table \"bulkhead_workload\""),
 				 errhint("Drop and re-create the extension.")));
 	adaptive = check_workload_columns(relid);
-	budgets = check_budget_columns(relid);
+	budgets = check_1_2_columns(relid);
 	for (i = 0; i < NUM_WORKLOAD_COLUMNS; i++)
 		types[i] = workload_columns[i].type;
 	/* the queries' intervals are read as float8 */
 	for (i = 3; i <= 6; i++)
 		types[i] = FLOAT8OID;
 	types[7] = BOOLOID;
+	types[14] = FLOAT8OID;		/* max_hold */
 
 	initStringInfo(&query);
 	appendStringInfo(&query,
@@ -366,8 +385,11 @@ read_workloads(const BulkheadExtension *ext, MemoryContext cxt,
 					 " FROM %s ORDER BY name",
 					 adaptive ? "adaptive, min_running" :
 					 "false, 1",
-					 budgets ? "parent, reserved, weight" :
-					 "NULL::pg_catalog.text, 0, 100",
+					 budgets ? "parent, reserved, weight,"
+					 " pg_catalog.ceil(EXTRACT(epoch FROM max_hold) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.float8,"
+					 " on_max_hold, move_to" :
+					 "NULL::pg_catalog.text, 0, 100, NULL::pg_catalog.float8,"
+					 " 'log'::pg_catalog.text, NULL::pg_catalog.text",
 					 bulkhead_qualified_table_name(relid));
 	if (SPI_execute(query.data, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read table \"bulkhead_workload\"");

@@ -40,7 +40,7 @@ PG_FUNCTION_INFO_V1(bulkhead_stats_reset);
  * are left out.  Keep it so: a new column goes at the end, here and in the
  * OUT list of the newest install script.
  */
-#define STATS_COLS		31		/* 1.2: 30 */
+#define STATS_COLS		33
 
 #if PG_VERSION_NUM < 150000
 /* PG 13/14: the materialize-mode set-up that PG 15 calls InitMaterializedSRF */
@@ -65,7 +65,7 @@ InitMaterializedSRF(FunctionCallInfo fcinfo, bits32 flags)
 	MemoryContextSwitchTo(old);
 }
 #endif
-#define ACTIVITY_COLS	6
+#define ACTIVITY_COLS	7		/* 1.0 and 1.1: 6 */
 
 static Datum
 ms_datum(uint64 usec)
@@ -200,6 +200,9 @@ bulkhead_stats(PG_FUNCTION_ARGS)
 		values[c++] = Int32GetDatum(copy->config.reserved);
 		values[c++] = Int32GetDatum(Max(copy->config.weight, 1));
 		values[c++] = Int32GetDatum(bulkhead_budget_borrowed(copy));
+		values[c++] = Int64GetDatum((int64) st->over_hold);
+		values[c++] = Int64GetDatum((int64) st->moved_out);
+		values[c++] = Int64GetDatum((int64) st->moved_in);
 		Assert(c <= STATS_COLS);
 		Assert(rsinfo->setDesc->natts <= c);
 
@@ -219,6 +222,7 @@ typedef struct ActivityRow
 	uint8		scope;
 	TimestampTz queued_at;
 	TimestampTz since;
+	char		moved_from[NAMEDATALEN];	/* "" unless the worker moved it */
 } ActivityRow;
 
 static int
@@ -234,6 +238,11 @@ copy_list(BulkheadEntryList *list, bool running, ActivityRow *rows, int n)
 		rows[n].scope = entry->scope;
 		rows[n].queued_at = entry->queued_at;
 		rows[n].since = entry->since;
+		rows[n].moved_from[0] = '\0';
+		if (running &&
+			bulkhead_shared->moved[entry_index(entry)].since == entry->since)
+			strlcpy(rows[n].moved_from,
+					bulkhead_shared->moved[entry_index(entry)].from, NAMEDATALEN);
 		n++;
 	}
 	return n;
@@ -317,6 +326,9 @@ bulkhead_activity(PG_FUNCTION_ARGS)
 			values[3] = CStringGetTextDatum(scope_name(rows[r].scope));
 			values[4] = TimestampTzGetDatum(rows[r].running ? rows[r].since : rows[r].queued_at);
 			values[5] = ms_datum(wait_end > rows[r].queued_at ? wait_end - rows[r].queued_at : 0);
+			/* 1.2: where a permit moved by max_hold came from */
+			nulls[6] = rows[r].moved_from[0] == '\0';
+			values[6] = nulls[6] ? (Datum) 0 : CStringGetTextDatum(rows[r].moved_from);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
 	}

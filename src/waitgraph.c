@@ -117,6 +117,7 @@
  */
 #include "waitgraph.h"
 #include "budget.h"
+#include "blockers.h"
 #include "entry_list.h"
 #include "slot.h"
 
@@ -162,7 +163,7 @@ bulkhead_read_permit_wait(int procno, int pid, int *pids, int *procnos,
 			/* its holders; in a tree, see bulkhead_budget_blocker() */
 			wait->nholders = bulkhead_budget_blockers(slot, pids, procnos);
 			wait->slotno = slotno;
-			wait->holders_stamp = bulkhead_slot_holders_stamp(slot);
+			wait->holders_stamp = bulkhead_holders_stamp(slot);
 			wait->wait_id = bulkhead_mix64(((uint64) entry_index(&entries[i]) << 1) ^
 								  bulkhead_mix64((uint64) e->queued_at));
 			wait->stamp = wait->wait_id + wait->holders_stamp;

@@ -29,6 +29,7 @@
 #include "worker.h"
 #include "adaptive.h"
 #include "loader.h"
+#include "holds.h"
 #include "slot.h"
 
 #include "access/xlog.h"
@@ -160,6 +161,8 @@ typedef struct WorkerClock
 	TimestampTz last_load;
 	TimestampTz last_reap;
 	TimestampTz last_decision;
+	TimestampTz last_hold_check;
+	bool		holds;			/* a workload has a max_hold */
 } WorkerClock;
 
 /* One turn of the loop; returns whether an adaptive workload is defined */
@@ -194,6 +197,11 @@ worker_turn(WorkerClock *clock)
 		clock->last_reap = now;
 		reap_dead_backends();
 	}
+	if (TimestampDifferenceExceeds(clock->last_hold_check, now, BULKHEAD_HOLD_CHECK_MS))
+	{
+		clock->last_hold_check = now;
+		clock->holds = bulkhead_check_holds();
+	}
 	adaptive = bulkhead_adaptive_sample();
 	if (adaptive &&
 		TimestampDifferenceExceeds(clock->last_decision, now, BULKHEAD_DECIDE_MS))
@@ -226,7 +234,8 @@ bulkhead_worker_main(Datum arg)
 		bool		adaptive = worker_turn(&clock);
 
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 adaptive ? BULKHEAD_SAMPLE_MS : BULKHEAD_TICK_MS,
+						 adaptive ? BULKHEAD_SAMPLE_MS :
+						 clock.holds ? BULKHEAD_HOLD_CHECK_MS : BULKHEAD_TICK_MS,
 						 PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();

@@ -6,7 +6,9 @@
 # is the loop's (PAIRS iterations, collected inside plpgsql_call_handler) less
 # its empty loop's, divided by PAIRS.  It counts the extension as shipped and
 # as built with -DBULKHEAD_NO_LATENCY_STATS, to show what the latency
-# statistics cost.
+# statistics cost.  The bulkhead forms are counted again with the workload
+# as a leaf under a budget (shared budgets, 1.2), against the same workload
+# as a root.
 #
 #   bash test/bench/instructions.sh [PAIRS]      (as root; default 20000)
 set -euo pipefail
@@ -46,12 +48,29 @@ for v in "${BUILDS[@]}"; do
         for _ in $(seq 100); do grep -q '^totals:' "$file" 2>/dev/null && break; sleep 0.1; done
         count[$v/$f]=$(awk '/^totals:/ { print $2 }' "$file")
     done
+    if [ "$v" = with ]; then
+        # the same loops, the workload now a leaf under a budget
+        bench_psql -c "INSERT INTO bulkhead_workload (name, max_running, max_queued) VALUES ('bench_root', 1000, 0)" \
+                   -c "UPDATE bulkhead_workload SET parent = 'bench_root', reserved = 1 WHERE name = 'bench'"
+        for _ in $(seq 200); do
+            [ "$(bench_psql -tAc "SELECT parent FROM bulkhead_stats WHERE workload = 'bench'")" = bench_root ] && break
+            sleep 0.05
+        done
+        for f in "${forms[@]}"; do
+            case $f in bulkhead*) ;; *) continue ;; esac
+            sql=$(bench_psql -tAc "SELECT pair_sql('$f', $PAIRS)")
+            pid=$(bench_psql -tA -c "$sql" -c "SELECT pg_backend_pid()" | tail -n 1)
+            file="$BENCH_DIR/callgrind.$pid"
+            for _ in $(seq 100); do grep -q '^totals:' "$file" 2>/dev/null && break; sleep 0.1; done
+            count[leaf/$f]=$(awk '/^totals:/ { print $2 }' "$file")
+        done
+    fi
     bench_cluster_stop
 done
 bench_use_build with
 
 per_pair() {    # per_pair VARIANT FORM: instructions per pair, net of its empty loop
-    awk -v t="${count[$1/$2]}" -v e="${count[$1/$(empty_of "$2")]}" -v n="$PAIRS" \
+    awk -v t="${count[$1/$2]}" -v e="${count[with/$(empty_of "$2")]}" -v n="$PAIRS" \
         'BEGIN { printf "%.0f", (t - e) / n }'
 }
 bench_header "Instructions per pair (callgrind, $PAIRS pairs in one PL/pgSQL loop, net of the empty loop)"
@@ -68,3 +87,13 @@ done
 echo
 loop_cost() { awk -v e="${count[with/$1]}" -v n="$PAIRS" 'BEGIN { printf "%.0f", e / n }'; }
 echo "The empty loops cost $(loop_cost 'empty loop') instructions per iteration, and $(loop_cost 'empty loop, COMMIT') with a COMMIT."
+echo
+echo "A leaf under a budget (parent with max_running 1000, reserved 1) against the same workload as a root:"
+echo
+echo "| loop form | root | leaf under a budget | leaf / root |"
+echo "|---|---:|---:|---:|"
+for ((i = 1; i < ${#forms[@]}; i += 2)); do
+    b=${forms[i]}
+    ir=$(per_pair with "$b") il=$(per_pair leaf "$b")
+    echo "| ${b#bulkhead } | $ir | $il | $(bench_ratio "$il" "$ir") |"
+done

@@ -183,10 +183,25 @@ is( $node->safe_psql(
 		SELECT mode, max_running, max_queued, running, queued, acquired,
 		       rejected_full, timed_out, cancelled, released, shadow_queued,
 		       shadow_rejected, peak_running, peak_queued
-		  FROM bulkhead_stats WHERE workload <> 'ad' ORDER BY workload}),
+		  FROM bulkhead_stats WHERE workload IN ('w', 'sh') ORDER BY workload}),
 	"shadow|1|1|0|0|3|0|0|0|3|1|1|3|0\n"
 	  . "enforce|1|1|1|1|4|2|1|1|3|0|0|1|1",
 	'bulkhead_stats after the sequence');
+
+# A budget b (2 permits) whose child bc (reserved 0, weight 300) borrows
+# the one permit A holds of it
+$node->safe_psql('postgres', q{
+	INSERT INTO bulkhead_workload (name, max_running) VALUES ('b', 2);
+	INSERT INTO bulkhead_workload (name, max_running, parent, reserved, weight)
+	VALUES ('bc', 2, 'b', 0, 300);
+	});
+ok(poll_until($node,
+		"SELECT parent = 'b' FROM bulkhead_stats WHERE workload = 'bc'"),
+	'budget b and its child bc loaded');
+check_sql($sa, "SELECT bulkhead_acquire('bc')", undef, 'A: acquire bc');
+is($node->safe_psql('postgres',
+		"SELECT running, borrowed FROM bulkhead_stats WHERE workload = 'bc'"),
+	'1|1', 'bc borrows one permit of b');
 
 #
 # The exporter, on a free loopback port, connected through the node's
@@ -322,6 +337,7 @@ my %expected_types = (
 	(map { ("bulkhead_$_" => 'gauge') }
 		  qw(max_running max_queued running queued peak_running peak_queued
 		  current_limit config_min_running config_adaptive
+		  budget_reserved budget_weight budget_borrowed
 		  wait_time_max_seconds stats_reset_timestamp_seconds
 		  wait_time_seconds hold_time_seconds activity_backends)),
 	(map { ("bulkhead_${_}_total" => 'counter') }
@@ -381,6 +397,12 @@ metric_is('bulkhead_config_adaptive', \%ad, 1);
 metric_is('bulkhead_config_min_running', \%w, 1);
 metric_is('bulkhead_config_adaptive', \%w, 0);
 metric_is('bulkhead_config_adaptive', \%sh, 0);
+
+# the budget query: bc under b, borrowing the one permit A holds
+my %bc = (workload => 'bc', mode => 'enforce', parent => 'b');
+metric_is('bulkhead_budget_borrowed', \%bc, 1);
+metric_is('bulkhead_budget_reserved', \%bc, 0);
+metric_is('bulkhead_budget_weight', \%bc, 300);
 
 # activity: one running and one queued on w, zeros on sh
 metric_is('bulkhead_activity_backends', { workload => 'w', state => 'running' }, 1);
