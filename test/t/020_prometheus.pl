@@ -343,7 +343,8 @@ my %expected_types = (
 	(map { ("bulkhead_${_}_total" => 'counter') }
 		  qw(acquired rejected_full timed_out cancelled released
 		  shadow_queued shadow_rejected deadlocks wait_time_seconds
-		  hold_time_seconds)));
+		  hold_time_seconds budget_over_hold budget_moved_out
+		  budget_moved_in)));
 for my $m (sort keys %expected_types)
 {
 	is($types{$m}, $expected_types{$m}, "# TYPE $m $expected_types{$m}");
@@ -403,6 +404,8 @@ my %bc = (workload => 'bc', mode => 'enforce', parent => 'b');
 metric_is('bulkhead_budget_borrowed', \%bc, 1);
 metric_is('bulkhead_budget_reserved', \%bc, 0);
 metric_is('bulkhead_budget_weight', \%bc, 300);
+metric_is('bulkhead_budget_over_hold_total', \%bc, 0);
+metric_is('bulkhead_budget_moved_in_total', \%bc, 0);
 
 # activity: one running and one queued on w, zeros on sh
 metric_is('bulkhead_activity_backends', { workload => 'w', state => 'running' }, 1);
