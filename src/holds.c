@@ -66,8 +66,8 @@ static Overdue *overdue = NULL;
 static void
 signal_holder(int pid, int sig)
 {
-	/* as pg_signal_backend: the backend's whole process group */
-#ifdef HAVE_SETSID
+	/* as pg_signal_backend: the backend's whole process group (setsid) */
+#ifndef WIN32
 	(void) kill(-pid, sig);
 #else
 	(void) kill(pid, sig);
