@@ -37,8 +37,11 @@
  * its reservation) divided by its weight, accumulated at each change of its
  * running count (O(1) per level per grant or release).  A child that goes
  * from idle (nothing held, nothing waiting in its subtree) to active is
- * raised to the smallest service among its active siblings, so no credit
- * is banked while idle.  (DESIGN.md says "already waiting"; a sibling that
+ * raised to the smallest service among its active siblings, or, when none
+ * is active, to the budget's service_floor (the service of the last child
+ * that went idle, never lowered), so no credit is banked while idle, and
+ * no debt either: a child that ran alone for an hour, then rested while
+ * every sibling did, comes back level with the first to return.  (DESIGN.md says "already waiting"; a sibling that
  * holds permits without waiting competes too, and not raising to it would
  * let a returning child take every contested permit until it caught up.)
  *
@@ -116,7 +119,10 @@ raise_service(BulkheadSlot *slot, BulkheadSlot *parent, TimestampTz now)
 			least = service;
 		found = true;
 	}
-	if (found && slot->service < least)
+	/* none active: where the last one to go idle had got to */
+	if (!found)
+		least = parent->service_floor;
+	if (slot->service < least)
 		slot->service = least;
 }
 
@@ -174,6 +180,9 @@ propagate(BulkheadSlot *slot, int drunning, int dsub, bool grant,
 		{
 			if (was_idle && !idle(slot))
 				raise_service(slot, parent, now);
+			else if (!was_idle && idle(slot) &&
+					 slot->service > parent->service_floor)
+				parent->service_floor = slot->service;
 			parent->shared_used += bulkhead_budget_borrowed(slot) - borrowed;
 		}
 		if (grant)

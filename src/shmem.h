@@ -19,7 +19,7 @@
  *   slot: lock (the lock in force)            see below         budget.c
  *   slot: parent, first_child, next_sibling   slot->lock        budget.c
  *   slot: sub_queued, reserved_sum,           slot->lock        budget.c
- *         shared_used, service, served_at,
+ *         shared_used, service(_floor), served_at,
  *         granted_at; running of a budget
  *   every permit entry                        its slot's lock   slot.c
  *   shared->moved[] (per entry)               its slot's lock   slot.c
@@ -209,6 +209,8 @@ typedef struct BulkheadSlot
 								 * max(0, running - reserved) */
 	double		service;		/* as a child: borrowed permit-us / weight,
 								 * accumulated up to served_at */
+	double		service_floor;	/* a budget: the service of the last child
+								 * that went idle (never lowered) */
 	TimestampTz served_at;
 	TimestampTz granted_at;		/* last grant in the subtree; 0: never */
 } BulkheadSlot;

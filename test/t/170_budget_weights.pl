@@ -121,6 +121,47 @@ note sprintf('weights 1:1: a %.0f ms, b %.0f ms, ratio %.3f', $a, $b, $ratio);
 ok($ratio >= 0.9 && $ratio <= 1.1,
 	sprintf('1:1: permit-time ratio a/b %.3f within 0.9 .. 1.1', $ratio));
 
+# no debt: a borrows the whole budget alone for 4 s; everyone rests; b
+# comes back first, a 0.5 s later; then both saturated share 1:1 at once
+sub loops
+{
+	my ($w, $secs, @ss) = @_;
+	for my $s (@ss)
+	{
+		send_async(
+			$s, qq{
+			DO \$\$
+			DECLARE
+				deadline timestamptz := clock_timestamp() + interval '$secs s';
+			BEGIN
+				WHILE clock_timestamp() < deadline LOOP
+					PERFORM bulkhead_acquire('$w');
+					PERFORM pg_sleep(0.02);
+					PERFORM bulkhead_release('$w');
+				END LOOP;
+			END \$\$;});
+	}
+}
+my @sa = @sessions[0 .. $per_child - 1];
+my @sb = @sessions[$per_child .. $#sessions];
+loops('a', 4, @sa);
+finish_async($_) for @sa;
+sleep(0.5);
+loops('b', 9, @sb);
+sleep(0.5);
+loops('a', 8, @sa);
+sleep(1);
+my ($a0, $b0) = hold_ms();
+sleep(5);
+my ($a1, $b1) = hold_ms();
+finish_async($_) for @sessions;
+($a, $b) = ($a1 - $a0, $b1 - $b0);
+$ratio = $b > 0 ? $a / $b : 999;
+note sprintf('after a ran alone: a %.0f ms, b %.0f ms, ratio %.3f', $a, $b, $ratio);
+ok($ratio >= 0.9 && $ratio <= 1.1,
+	sprintf('no debt: a, back after running alone, shares 1:1 with b (ratio %.3f within 0.9 .. 1.1)',
+		$ratio));
+
 close_session($_) for @sessions;
 $node->stop;
 done_testing();
