@@ -227,25 +227,42 @@ bulkhead_end_wait_deadlocked(uint64 holders_stamp)
  * workload: the guards become move_to's, from this statement on (applied
  * as at a grant; then a session permit's are worked out again as after a
  * release, so that the old workload's stricter guard no longer holds the
- * setting down; a transaction or automatic permit's SET LOCAL can only
- * lower it until the transaction ends).  The look
- * without a lock costs a compare per held permit; the lock is taken only
- * for a permit that moved.
+ * setting down; a transaction or automatic permit's guard can only lower
+ * the setting until the transaction ends).  The look without a lock costs
+ * a compare per held permit; the lock is taken only for a permit that
+ * moved.
+ *
+ * Called from the ExecutorStart and ProcessUtility hooks, which also run
+ * for the queries nested in a statement (a function's, a DO block's): a
+ * move is followed once per statement, at the first hook call of the
+ * statement (statement_timestamp() tells statements apart), so that a
+ * statement moved while it runs is not cancelled by move_to's
+ * statement_timeout armed in the middle of it.  Not while the transaction
+ * block has failed (the ROLLBACK that ends it): the settings cannot be
+ * changed then, and the statement after it follows the move.
  */
 void
 bulkhead_local_follow_moves(void)
 {
+	static TimestampTz followed_statement = 0;
+	TimestampTz statement = GetCurrentStatementStartTimestamp();
 	int			statement_timeout = StatementTimeout;
 	bool		session = false;
 	bool		moved = false;
 	int			li;
 
+	if (statement == followed_statement)
+		return;					/* a query nested in the statement */
+	if (!IsTransactionState())
+		return;					/* the next statement looks again */
+	followed_statement = statement;
 	if (bulkhead_nheld == 0)
 		return;
 	for (li = 0; li < bulkhead_shared->permits_per_backend; li++)
 	{
 		BulkheadLocalPermit *permit = &bulkhead_local[li];
 		BulkheadEntry *entry = bulkhead_my_entry(li);
+		BulkheadLocalPermit applied;
 		BulkheadSlot *slot;
 		int			slotno;
 
@@ -261,13 +278,33 @@ bulkhead_local_follow_moves(void)
 		moved = true;
 		if (permit->scope == BULKHEAD_SCOPE_SESSION)
 			session = true;
-		bulkhead_apply_guards(permit);
+
+		/*
+		 * A transaction permit's guard, applied now, may be at a deeper
+		 * savepoint than the one that took the permit: it is applied as an
+		 * automatic permit's, to every level of the transaction, so that a
+		 * ROLLBACK TO SAVEPOINT that keeps the permit keeps the guard (one
+		 * that releases the permit leaves it until the transaction ends).
+		 */
+		applied = *permit;
+		if (applied.scope == BULKHEAD_SCOPE_XACT)
+			applied.scope = BULKHEAD_SCOPE_AUTO;
+		bulkhead_apply_guards(&applied);
 	}
 	if (session)
 		restore_guards();
-	/* statement_timeout was armed when the statement started: arm it again */
-	if (moved && StatementTimeout > 0 && StatementTimeout != statement_timeout)
-		enable_timeout_after(STATEMENT_TIMEOUT, StatementTimeout);
+
+	/*
+	 * statement_timeout was armed when the statement started, with the value
+	 * of then: arm it again, or disarm it when there is none any more.
+	 */
+	if (moved && StatementTimeout != statement_timeout)
+	{
+		if (StatementTimeout > 0)
+			enable_timeout_after(STATEMENT_TIMEOUT, StatementTimeout);
+		else
+			disable_timeout(STATEMENT_TIMEOUT, false);
+	}
 }
 
 static void
