@@ -45,6 +45,9 @@ int			bulkhead_nheld = 0;
 /* Local index of the entry this backend is waiting on, or -1 */
 static int	my_wait_index = -1;
 
+/* The workload it waits in (a grant may be moved before the waiter wakes) */
+static int	my_wait_slot = -1;
+
 /*
  * A top-level utility that may commit internally holds the gate permit
  * across its own commits (gate.c sets this around it): a commit then keeps
@@ -58,11 +61,15 @@ bulkhead_wait_index(void)
 	return my_wait_index;
 }
 
-/* permit.c: the wait begins (li), or ends with a grant or a timeout (-1) */
+/*
+ * permit.c: the wait begins (li, in workload slotno), or ends with a grant
+ * or a timeout (-1, -1)
+ */
 void
-bulkhead_set_wait_index(int li)
+bulkhead_set_wait_index(int li, int slotno)
 {
 	my_wait_index = li;
+	my_wait_slot = slotno;
 }
 
 void
@@ -181,7 +188,9 @@ bulkhead_wait_cleanup(void)
 	bulkhead_wake(&wakeups);
 
 	my_wait_index = -1;
-	bulkhead_proof_wait_over(slotno);
+	/* the proof is the workload's it waited in, wherever the grant went */
+	bulkhead_proof_wait_over(my_wait_slot >= 0 ? my_wait_slot : slotno);
+	my_wait_slot = -1;
 	if (drained)
 		bulkhead_request_reload();
 }
@@ -214,6 +223,7 @@ bulkhead_end_wait_deadlocked(uint64 holders_stamp)
 	if (ended)
 	{
 		my_wait_index = -1;
+		my_wait_slot = -1;
 		bulkhead_proof_wait_over(slotno);
 	}
 	if (drained)

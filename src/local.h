@@ -55,7 +55,7 @@ extern void bulkhead_local_record_grant(int li, const BulkheadSlot *slot,
 
 /* The wait under way: the local index of its entry, or -1 */
 extern int	bulkhead_wait_index(void);
-extern void bulkhead_set_wait_index(int li);
+extern void bulkhead_set_wait_index(int li, int slotno);
 extern void bulkhead_wait_cleanup(void);
 extern bool bulkhead_end_wait_deadlocked(uint64 holders_stamp);
 

@@ -317,7 +317,7 @@ wait_for_permit(BulkheadSlot *slot, int slotno, int li, BulkheadScope scope,
 			{
 				bulkhead_slot_count_grant(slot, entry);
 				bulkhead_local_record_grant(li, slot, slotno, scope);
-				bulkhead_set_wait_index(-1);
+				bulkhead_set_wait_index(-1, -1);
 				LWLockRelease(slot->lock);
 				bulkhead_proof_wait_over(slotno);
 				bulkhead_apply_guards(&bulkhead_local[li]);
@@ -326,7 +326,7 @@ wait_for_permit(BulkheadSlot *slot, int slotno, int li, BulkheadScope scope,
 			if (now >= deadline)
 			{
 				bulkhead_slot_time_out(slot, entry);
-				bulkhead_set_wait_index(-1);
+				bulkhead_set_wait_index(-1, -1);
 				LWLockRelease(slot->lock);
 				bulkhead_proof_wait_over(slotno);
 				if (try_only)
@@ -410,7 +410,7 @@ admit(const char *name, BulkheadScope scope, int64 *timeout_us,
 	if (outcome == BULKHEAD_ADMIT_GRANTED)
 		bulkhead_local_record_grant(*li, slot, *slotno, scope);
 	else if (outcome == BULKHEAD_ADMIT_QUEUED)
-		bulkhead_set_wait_index(*li);
+		bulkhead_set_wait_index(*li, *slotno);
 	else if (outcome == BULKHEAD_ADMIT_BUDGET)
 		note_children(slot);
 	LWLockRelease(slot->lock);
