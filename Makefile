@@ -14,6 +14,7 @@ OBJS = \
 	src/stats.o \
 	src/statsfile.o \
 	src/slot.o \
+	src/budget.o \
 	src/local.o \
 	src/guard.o \
 	src/waitgraph.o \
@@ -45,7 +46,8 @@ FIXED_LOCALE = --encoding=UTF8 --no-locale
 
 # pg_regress: sql/<name>.sql against expected/<name>.out
 REGRESS = setup workload_table permits failed_statement scopes guards \
-	guard_levels errors stats transparent bad_input privileges rules adaptive
+	guard_levels errors stats transparent bad_input privileges rules adaptive \
+	budgets
 REGRESS_OPTS = --temp-instance=./tmp_check_regress $(FIXED_LOCALE) \
 	--temp-config=$(srcdir)/test/regress.conf
 

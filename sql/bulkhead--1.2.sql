@@ -44,7 +44,22 @@ CREATE TABLE @extschema@.bulkhead_workload (
     min_running       integer  NOT NULL DEFAULT 1,
     -- min_running applies only to a workload that is not paused
     CONSTRAINT bulkhead_workload_min_running_valid
-        CHECK (min_running >= 1 AND (max_running = 0 OR min_running <= max_running))
+        CHECK (min_running >= 1 AND (max_running = 0 OR min_running <= max_running)),
+    -- 1.2, last (an update adds them at the end): shared budgets.  A
+    -- workload with children is a budget: its limit bounds its subtree.
+    parent            text
+                      CONSTRAINT bulkhead_workload_parent_fkey
+                      REFERENCES @extschema@.bulkhead_workload (name)
+                      ON UPDATE CASCADE,
+    -- permits of the parent kept for this subtree alone, never lent
+    reserved          integer  NOT NULL DEFAULT 0,
+    -- share of the parent's unreserved permits when siblings compete
+    weight            integer  NOT NULL DEFAULT 100
+                      CONSTRAINT bulkhead_workload_weight_range
+                      CHECK (weight BETWEEN 1 AND 10000),
+    -- a paused workload (max_running 0) keeps its reservation, idle
+    CONSTRAINT bulkhead_workload_reserved_valid
+        CHECK (reserved >= 0 AND (max_running = 0 OR reserved <= max_running))
 );
 
 COMMENT ON TABLE @extschema@.bulkhead_workload IS
@@ -71,6 +86,76 @@ CREATE TRIGGER bulkhead_workload_check
 CREATE TRIGGER bulkhead_workload_notify
     AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.bulkhead_workload
     FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.bulkhead_workload_changed();
+
+-- The rules of the trees of budgets that a row alone cannot check: no
+-- cycle of parents, at most 4 levels, and the reservations of a budget's
+-- children within its max_running.  Checked after each statement that
+-- inserts or updates rows (a DELETE cannot break them: a parent with
+-- children cannot be deleted).  SECURITY DEFINER: a role allowed to change
+-- some columns need not read the whole table to have the rules checked;
+-- it takes no argument and only reads the extension's own table.
+CREATE FUNCTION @extschema@.bulkhead_workload_check_budgets()
+RETURNS trigger
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN
+        WITH RECURSIVE up(name, ancestor, depth, path) AS (
+            SELECT w.name, w.parent, 1, ARRAY[w.name]
+              FROM @extschema@.bulkhead_workload w
+            UNION ALL
+            SELECT up.name, p.parent, up.depth + 1, up.path || p.name
+              FROM up JOIN @extschema@.bulkhead_workload p ON p.name = up.ancestor
+             WHERE NOT p.name = ANY (up.path) AND up.depth <= 4
+        )
+        SELECT up.name, up.ancestor = ANY (up.path) AS cycle,
+               up.path || up.ancestor AS path
+          FROM up
+         WHERE up.ancestor = ANY (up.path) OR up.depth > 4
+         ORDER BY up.ancestor = ANY (up.path) DESC, up.ancestor = up.name DESC, up.name
+         LIMIT 1
+    LOOP
+        IF r.cycle THEN
+            RAISE EXCEPTION 'parents of workload "%" form a cycle', r.name
+                USING ERRCODE = 'check_violation',
+                      DETAIL = format('Its path up: %s.', array_to_string(r.path, ' -> ')),
+                      HINT = 'A budget cannot draw from its own subtree.';
+        END IF;
+        RAISE EXCEPTION 'workload "%" is more than 4 levels deep', r.name
+            USING ERRCODE = 'check_violation',
+                  DETAIL = format('Its path up: %s.', array_to_string(r.path, ' -> ')),
+                  HINT = 'A tree of budgets has at most 4 levels.';
+    END LOOP;
+
+    FOR r IN
+        SELECT p.name, p.max_running, sum(c.reserved) AS total,
+               string_agg(format('"%s" (%s)', c.name, c.reserved), ', ' ORDER BY c.name) AS children
+          FROM @extschema@.bulkhead_workload p
+          JOIN @extschema@.bulkhead_workload c ON c.parent = p.name
+         GROUP BY p.name, p.max_running
+        HAVING sum(c.reserved) > p.max_running
+         ORDER BY p.name
+         LIMIT 1
+    LOOP
+        RAISE EXCEPTION 'reservations under budget "%" exceed its max_running', r.name
+            USING ERRCODE = 'check_violation',
+                  DETAIL = format('Its children''s reservations add up to %s: %s; its max_running is %s.',
+                                  r.total, r.children, r.max_running),
+                  HINT = 'Lower the children''s reserved, or raise the budget''s max_running, in one statement.';
+    END LOOP;
+    RETURN NULL;
+END
+$$;
+
+REVOKE ALL ON FUNCTION @extschema@.bulkhead_workload_check_budgets() FROM PUBLIC;
+
+CREATE TRIGGER bulkhead_workload_budgets
+    AFTER INSERT OR UPDATE ON @extschema@.bulkhead_workload
+    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.bulkhead_workload_check_budgets();
 
 -- Permits
 
@@ -132,7 +217,11 @@ CREATE FUNCTION @extschema@.bulkhead_stats(
     OUT hold_p99_ms double precision,
     OUT stats_reset timestamptz,
     OUT deadlocks bigint,
-    OUT current_limit integer)
+    OUT current_limit integer,
+    OUT parent text,
+    OUT reserved integer,
+    OUT weight integer,
+    OUT borrowed integer)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'bulkhead_stats'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;

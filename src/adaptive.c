@@ -426,7 +426,7 @@ bulkhead_adaptive_decide(void)
 
 		if (!st->active)
 			continue;
-		LWLockAcquire(slot->lock, LW_EXCLUSIVE);
+		bulkhead_slot_lock(slot, LW_EXCLUSIVE);
 		if (!slot->in_use || !slot->defined || !slot->config.adaptive ||
 			strcmp(slot->name, st->name) != 0)
 		{

@@ -57,6 +57,7 @@
  *-------------------------------------------------------------------------
  */
 #include "holders.h"
+#include "budget.h"
 #include "entry_list.h"
 
 #include "miscadmin.h"
@@ -231,11 +232,46 @@ bulkhead_holders_prepare(void)
  * slot is not a defined adaptive workload.  The holders that wait for a
  * heavyweight lock are kept for bulkhead_count_stuck().
  */
+/* One holder into the sample (a backend counted once) */
+typedef struct SampleArg
+{
+	BulkheadHolderSample *out;
+	TimestampTz now;
+} SampleArg;
+
+static void
+sample_holder(BulkheadEntry *entry, void *arg)
+{
+	SampleArg  *sa = arg;
+	BulkheadHolderSample *out = sa->out;
+	int			procno = bulkhead_entry_procno(entry);
+	PGPROC	   *proc = GetPGProcByNumber(procno);
+	uint32		info = *((volatile uint32 *) &proc->wait_event_info);
+
+	/* a budget's: a backend may hold permits of two of its leaves */
+	if (holder_mark[procno] == mark_stamp)
+		return;
+	holder_mark[procno] = mark_stamp;
+	if (info == 0)
+		out->on_cpu++;
+	else if (info == queue_event && !queued_elsewhere(procno) &&
+			 !TimestampDifferenceExceeds(entry->since, sa->now, JUST_GRANTED_MS))
+		out->on_cpu++;			/* just granted: it has not run yet */
+	else if (WAIT_CLASS(info) == CLASS_LOCK)
+		lock_waiters[out->nwaiters++] = procno;
+	else if (WAIT_CLASS(info) == CLASS_LWLOCK ||
+			 WAIT_CLASS(info) == CLASS_BUFFERPIN)
+		out->blocked++;
+	else
+		out->off_cpu++;			/* including Extension: another queue, a
+								 * remote server */
+}
+
 bool
 bulkhead_sample_holders(BulkheadSlot *slot, TimestampTz now,
 						BulkheadHolderSample *out)
 {
-	BulkheadEntry *entry;
+	SampleArg	sa = {out, now};
 
 	memset(out, 0, sizeof(BulkheadHolderSample));
 	/* a new stamp marks this slot's holders (0 means none) */
@@ -244,35 +280,16 @@ bulkhead_sample_holders(BulkheadSlot *slot, TimestampTz now,
 		memset(holder_mark, 0, sizeof(uint32) * bulkhead_shared->nbackends);
 		mark_stamp = 1;
 	}
-	LWLockAcquire(slot->lock, LW_SHARED);
+	bulkhead_slot_lock(slot, LW_SHARED);
 	if (!slot->in_use || !slot->defined || !slot->config.adaptive)
 	{
 		LWLockRelease(slot->lock);
 		return false;
 	}
 	strlcpy(out->name, slot->name, NAMEDATALEN);
-	entry_list_foreach(entry, &slot->holders)
-	{
-		int			procno = bulkhead_entry_procno(entry);
-		PGPROC	   *proc = GetPGProcByNumber(procno);
-		uint32		info = *((volatile uint32 *) &proc->wait_event_info);
-
-		holder_mark[procno] = mark_stamp;
-		if (info == 0)
-			out->on_cpu++;
-		else if (info == queue_event && !queued_elsewhere(procno) &&
-				 !TimestampDifferenceExceeds(entry->since, now, JUST_GRANTED_MS))
-			out->on_cpu++;		/* just granted: it has not run yet */
-		else if (WAIT_CLASS(info) == CLASS_LOCK)
-			lock_waiters[out->nwaiters++] = procno;
-		else if (WAIT_CLASS(info) == CLASS_LWLOCK ||
-				 WAIT_CLASS(info) == CLASS_BUFFERPIN)
-			out->blocked++;
-		else
-			out->off_cpu++;		/* including Extension: another queue, a
-								 * remote server */
-	}
-	out->binding = slot->queued > 0 ||
+	/* a budget's law counts the holders of its whole subtree */
+	bulkhead_budget_foreach_holder(slot, sample_holder, &sa);
+	out->binding = slot->queued > 0 || slot->sub_queued > 0 ||
 		(slot->config.shadow && slot->running > slot->current_limit);
 	LWLockRelease(slot->lock);
 	return true;

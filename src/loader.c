@@ -16,6 +16,7 @@
  */
 #include "loader.h"
 #include "adaptive.h"
+#include "budget.h"
 #include "rules.h"
 #include "slot.h"
 #include "tables.h"
@@ -74,7 +75,7 @@ define_rows(WorkloadRow *rows, int nrows, bool *placed)
 			continue;
 		}
 		slot = &shared->slots[s];
-		LWLockAcquire(slot->lock, LW_EXCLUSIVE);
+		bulkhead_slot_lock(slot, LW_EXCLUSIVE);
 		bulkhead_slot_define(slot, rows[r].name, &rows[r].config,
 							 bulkhead_limit_at_load(slot, &rows[r].config));
 		LWLockRelease(slot->lock);
@@ -110,15 +111,103 @@ undefine_others(WorkloadRow *rows, int nrows, bool *seen)
 
 		if (!slot->in_use || seen[i])
 			continue;
-		LWLockAcquire(slot->lock, LW_EXCLUSIVE);
+		bulkhead_slot_lock(slot, LW_EXCLUSIVE);
 		bulkhead_slot_undefine(slot);
 		LWLockRelease(slot->lock);
 	}
 }
 
 /*
+ * The parent each in-use slot should have (-1: a root) into new_parent[]:
+ * a defined workload's is the slot of its parent row; a deleted one stays
+ * where it is until nothing is held or awaited in it, then leaves its tree
+ * (to be freed).  A chain deeper than BULKHEAD_MAX_DEPTH or a cycle (the
+ * table's triggers refuse both; a defence only) makes the slot a root.
+ * Caller holds dir_lock exclusively.
+ */
+static void
+plan_trees(int *new_parent)
+{
+	BulkheadShared *shared = bulkhead_shared;
+	bool		changed;
+	int			i;
+
+	for (i = 0; i < shared->nslots; i++)
+	{
+		BulkheadSlot *slot = &shared->slots[i];
+
+		new_parent[i] = -1;
+		if (!slot->in_use)
+			continue;
+		if (slot->defined)
+		{
+			if (slot->config.parent[0] != '\0')
+				new_parent[i] = slot_of(slot->config.parent);
+		}
+		else if (slot->running > 0 || slot->queued > 0 ||
+				 slot->sub_queued > 0 || slot->first_child >= 0)
+			new_parent[i] = slot->parent;
+	}
+	do
+	{
+		changed = false;
+		for (i = 0; i < shared->nslots; i++)
+		{
+			int			depth = 1;
+			int			s = i;
+
+			while (new_parent[s] >= 0 && depth <= BULKHEAD_MAX_DEPTH)
+			{
+				s = new_parent[s];
+				depth++;
+			}
+			if (depth > BULKHEAD_MAX_DEPTH)
+			{
+				ereport(LOG,
+						(errmsg("bulkhead: workload \"%s\" is placed at the top of its own tree",
+								shared->slots[i].name),
+						 errdetail("Its parents form a cycle or a tree deeper than %d levels.",
+								   BULKHEAD_MAX_DEPTH)));
+				new_parent[i] = -1;
+				changed = true;
+			}
+		}
+	} while (changed);
+}
+
+/*
+ * Make the trees of budgets those of the definitions, then serve every tree
+ * (re-parenting may have made room anywhere).  Caller holds dir_lock
+ * exclusively.
+ */
+static void
+link_trees(void)
+{
+	BulkheadShared *shared = bulkhead_shared;
+	int		   *new_parent = palloc(sizeof(int) * shared->nslots);
+	int			i;
+
+	plan_trees(new_parent);
+	if (bulkhead_budget_restructure(new_parent))
+	{
+		for (i = 0; i < shared->nslots; i++)
+		{
+			BulkheadSlot *slot = &shared->slots[i];
+
+			if (!slot->in_use || slot->parent >= 0)
+				continue;
+			bulkhead_slot_lock(slot, LW_EXCLUSIVE);
+			bulkhead_slot_serve(slot, NULL);
+			LWLockRelease(slot->lock);
+		}
+	}
+	pfree(new_parent);
+}
+
+/*
  * Make shared memory match the rows and the rules, in an order that never
- * leaves a rule naming a workload that is not defined, so that a rename
+ * leaves a rule naming a workload that is not defined (nor a child naming
+ * a parent that is not), so that a rename
  * (ON UPDATE CASCADE) or a removal of a workload with its rules gives no
  * classified session a 42704: first the workloads of rows are defined (the
  * new ones too), then the rules replaced, then the workloads that are gone
@@ -138,14 +227,21 @@ apply_config(WorkloadRow *rows, int nrows, const BulkheadRuleList *rules,
 
 	LWLockAcquire(shared->dir_lock, LW_EXCLUSIVE);
 	skipped = define_rows(rows, nrows, placed);
+	link_trees();
 	LWLockRelease(shared->dir_lock);
 
 	bulkhead_rules_apply(rules);
 
 	LWLockAcquire(shared->dir_lock, LW_EXCLUSIVE);
 	undefine_others(rows, nrows, seen);
+	/* deleted workloads that drained leave their trees, then are freed */
+	link_trees();
+	undefine_others(rows, nrows, seen);
 	if (skipped > 0)
+	{
 		skipped = define_rows(rows, nrows, placed);
+		link_trees();
+	}
 	shared->config_loaded = loaded;
 	shared->rows_pending = skipped > 0;
 	LWLockRelease(shared->dir_lock);

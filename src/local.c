@@ -120,7 +120,7 @@ bulkhead_release_entry(int li)
 	Assert(permit->held);
 	slot = &bulkhead_shared->slots[permit->workload];
 
-	LWLockAcquire(slot->lock, LW_EXCLUSIVE);
+	bulkhead_slot_lock(slot, LW_EXCLUSIVE);
 	Assert(entry->workload == permit->workload);
 	drained = bulkhead_slot_release(slot, entry, now, &wakeups);
 	LWLockRelease(slot->lock);
@@ -152,7 +152,7 @@ bulkhead_wait_cleanup(void)
 	slotno = entry->workload;
 	slot = &bulkhead_shared->slots[slotno];
 
-	LWLockAcquire(slot->lock, LW_EXCLUSIVE);
+	bulkhead_slot_lock(slot, LW_EXCLUSIVE);
 	drained = bulkhead_slot_cancel_wait(slot, entry, &wakeups);
 	LWLockRelease(slot->lock);
 	bulkhead_wake(&wakeups);
@@ -185,7 +185,7 @@ bulkhead_end_wait_deadlocked(uint64 holders_stamp)
 	slotno = entry->workload;
 	slot = &bulkhead_shared->slots[slotno];
 
-	LWLockAcquire(slot->lock, LW_EXCLUSIVE);
+	bulkhead_slot_lock(slot, LW_EXCLUSIVE);
 	ended = bulkhead_slot_end_wait_deadlocked(slot, entry, holders_stamp,
 											  &wakeups, &drained);
 	LWLockRelease(slot->lock);
@@ -232,7 +232,7 @@ reclaim_stale_entries(void)
 		if (slotno < 0)
 			continue;
 		slot = &bulkhead_shared->slots[slotno];
-		LWLockAcquire(slot->lock, LW_EXCLUSIVE);
+		bulkhead_slot_lock(slot, LW_EXCLUSIVE);
 		if (entries[i].workload == slotno && entries[i].pid != MyProcPid)
 		{
 			bulkhead_slot_drop_entry(slot, &entries[i]);

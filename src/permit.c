@@ -24,6 +24,7 @@
 #include "guard.h"
 #include "local.h"
 #include "slot.h"
+#include "budget.h"
 
 #include <math.h>
 
@@ -169,6 +170,47 @@ report_full(const char *name, int limit, const BulkheadConfig *config)
 			 errhint("Retry later with backoff, or shed this work.")));
 }
 
+/*
+ * The children of a budget that a caller asked a permit of, for the hint
+ * (filled under the slot lock by admit)
+ */
+static char budget_children[4 * (NAMEDATALEN + 4) + 8];
+
+static void
+note_children(const BulkheadSlot *slot)
+{
+	int			c;
+	int			n = 0;
+
+	budget_children[0] = '\0';
+	for (c = slot->first_child; c >= 0; c = bulkhead_slot_at(c)->next_sibling)
+	{
+		if (n == 4)
+		{
+			strlcat(budget_children, ", ...", sizeof(budget_children));
+			break;
+		}
+		if (n++ > 0)
+			strlcat(budget_children, ", ", sizeof(budget_children));
+		strlcat(budget_children, "\"", sizeof(budget_children));
+		strlcat(budget_children, bulkhead_slot_at(c)->name, sizeof(budget_children));
+		strlcat(budget_children, "\"", sizeof(budget_children));
+	}
+}
+
+static void
+report_budget(const char *name, BulkheadScope scope)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+			 errmsg("workload \"%s\" is a budget", name),
+			 errdetail("Permits are taken of the workloads under a budget, not of the budget itself."),
+			 scope == BULKHEAD_SCOPE_AUTO ?
+			 errhint("Name one of its children in \"bulkhead.workload\" or in the rule that classified the session: %s.",
+					 budget_children) :
+			 errhint("Acquire a permit of one of its children: %s.", budget_children)));
+}
+
 static void
 report_timeout(const char *name, int64 timeout_us)
 {
@@ -270,7 +312,7 @@ wait_for_permit(BulkheadSlot *slot, int slotno, int li, BulkheadScope scope,
 		if (*((volatile uint8 *) &entry->state) == BULKHEAD_ENTRY_GRANTED ||
 			now >= deadline)
 		{
-			LWLockAcquire(slot->lock, LW_EXCLUSIVE);
+			bulkhead_slot_lock(slot, LW_EXCLUSIVE);
 			if (entry->state == BULKHEAD_ENTRY_GRANTED)
 			{
 				bulkhead_slot_count_grant(slot, entry);
@@ -344,7 +386,7 @@ admit(const char *name, BulkheadScope scope, int64 *timeout_us,
 			return BULKHEAD_ADMIT_GRANTED;	/* held through bulkhead.workload */
 
 		*now = GetCurrentTimestamp();
-		LWLockAcquire(slot->lock, LW_EXCLUSIVE);
+		bulkhead_slot_lock(slot, LW_EXCLUSIVE);
 		if (bulkhead_slot_matches(slot, name))
 			break;
 		LWLockRelease(slot->lock);
@@ -369,6 +411,8 @@ admit(const char *name, BulkheadScope scope, int64 *timeout_us,
 		bulkhead_local_record_grant(*li, slot, *slotno, scope);
 	else if (outcome == BULKHEAD_ADMIT_QUEUED)
 		bulkhead_set_wait_index(*li);
+	else if (outcome == BULKHEAD_ADMIT_BUDGET)
+		note_children(slot);
 	LWLockRelease(slot->lock);
 	return outcome;
 }
@@ -425,6 +469,9 @@ bulkhead_acquire_permit(const char *name, int64 timeout_us,
 			if (try_only)
 				return false;
 			report_timeout(name, 0);
+			break;
+		case BULKHEAD_ADMIT_BUDGET:
+			report_budget(name, scope);
 			break;
 		case BULKHEAD_ADMIT_QUEUED:
 		case BULKHEAD_ADMIT_CHECK_ROLES:

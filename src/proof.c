@@ -61,7 +61,7 @@ bulkhead_publish_proof(int slotno, uint64 holders, uint64 states, TimestampTz st
 {
 	BulkheadSlot *slot = &bulkhead_shared->slots[slotno];
 
-	LWLockAcquire(slot->lock, LW_EXCLUSIVE);
+	bulkhead_slot_lock(slot, LW_EXCLUSIVE);
 	/* this backend becomes the one that keeps checking (the prover) */
 	slot->dl_prover = BULKHEAD_MY_PROCNO + 1;
 	if (slot->dl_holders != holders || slot->dl_interval_us == 0)
@@ -96,7 +96,7 @@ bulkhead_withdraw_proof(int slotno)
 {
 	BulkheadSlot *slot = &bulkhead_shared->slots[slotno];
 
-	LWLockAcquire(slot->lock, LW_EXCLUSIVE);
+	bulkhead_slot_lock(slot, LW_EXCLUSIVE);
 	if (slot->dl_proved_at != 0)
 	{
 		slot->dl_proved_at = 0;
@@ -133,7 +133,7 @@ bulkhead_proof_wait_over(int slotno)
 	 */
 	if (*((volatile int32 *) &slot->dl_prover) != me)
 		return;
-	LWLockAcquire(slot->lock, LW_EXCLUSIVE);
+	bulkhead_slot_lock(slot, LW_EXCLUSIVE);
 	if (slot->dl_prover == me)
 	{
 		int			head = bulkhead_slot_wake_waiters(slot, false);

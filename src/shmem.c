@@ -144,7 +144,9 @@ bulkhead_shmem_startup(void)
 			BulkheadSlot *slot = &shared->slots[i];
 
 			memset(slot, 0, sizeof(BulkheadSlot));
-			slot->lock = &locks[i].lock;
+			slot->own_lock = &locks[i].lock;
+			slot->lock = slot->own_lock;
+			slot->parent = slot->first_child = slot->next_sibling = -1;
 			entry_list_init(&slot->holders);
 			entry_list_init(&slot->waiters);
 		}
@@ -195,6 +197,24 @@ bulkhead_find_slot(const char *name)
 	}
 	LWLockRelease(shared->dir_lock);
 	return found;
+}
+
+/*
+ * Take slot's lock in force (shmem.h): the lock of its tree, which the
+ * worker may change while we wait for it; then we take the new one.
+ */
+void
+bulkhead_slot_lock(BulkheadSlot *slot, LWLockMode mode)
+{
+	for (;;)
+	{
+		LWLock	   *lock = *((LWLock *volatile *) &slot->lock);
+
+		LWLockAcquire(lock, mode);
+		if (*((LWLock *volatile *) &slot->lock) == lock)
+			return;
+		LWLockRelease(lock);
+	}
 }
 
 /*

@@ -16,6 +16,11 @@
  *   slot: running, queued, holders, waiters   slot->lock        slot.c
  *   slot: stats                               slot->lock        slot.c
  *   slot: dl_holders ... dl_prover            slot->lock        proof.c
+ *   slot: lock (the lock in force)            see below         budget.c
+ *   slot: parent, first_child, next_sibling   slot->lock        budget.c
+ *   slot: sub_queued, reserved_sum,           slot->lock        budget.c
+ *         shared_used, service, served_at,
+ *         granted_at; running of a budget
  *   every permit entry                        its slot's lock   slot.c
  *   shared: config_loaded, rows_pending       dir_lock          loader.c
  *   shared: config_requested, prepared_change atomic            shmem.c
@@ -32,10 +37,26 @@
  *   to add or remove workloads (the worker), shared to look a name up.  A
  *   slot's name never changes while any permit entry points at the slot
  *   (the slot stays in_use until it is drained).
- * - Each slot's own LWLock (slot->lock) protects everything else in the
+ * - Each slot's lock in force (slot->lock) protects everything else in the
  *   slot and every permit entry linked into its lists (state, since,
- *   queued_at, the links).  Lock order: dir_lock before a slot lock; never
- *   two slot locks at once.
+ *   queued_at, the links).  Lock order: dir_lock before a slot lock; a
+ *   backend never holds two slot locks at once.
+ * - Shared budgets (budget.c): the lock in force of every slot of a tree of
+ *   budgets is the own lock of the tree's root; a workload outside any tree
+ *   is its own root, so it keeps its own lock.  One lock per tree: a grant
+ *   checks and changes the counts of every level of its path under the one
+ *   lock it takes, so no level is ever seen or left over its limit half-way,
+ *   and no order between levels' locks exists to get wrong.  Trees are
+ *   independent, and a workload outside any tree costs what it did.
+ * - slot->lock changes only when the tree changes (the worker re-parents, or
+ *   frees a slot that was in a tree).  The worker then holds both the old
+ *   and the new lock (and every other lock in force of the trees it
+ *   changes, all taken in address order: it is the only process that holds
+ *   two slot locks, so no order with a backend's can deadlock).  Everyone
+ *   takes a slot's lock with bulkhead_slot_lock(), which reads slot->lock,
+ *   takes it and checks that it is still the one in force (else it retries):
+ *   holding the lock in force, slot->lock cannot change, so releasing
+ *   slot->lock releases what was taken.
  * - A permit entry's workload field is set by its owner backend's call to
  *   slot.c, under the slot lock of the workload it names, while the entry
  *   is free; it is cleared (-1) under that same lock when the entry is
@@ -101,8 +122,12 @@ typedef struct BulkheadConfig
 	bool		shadow;
 	bool		adaptive;		/* the worker sets slot->current_limit */
 	int			min_running;	/* its floor (when max_running >= 1) */
+	int			reserved;		/* 1.2: permits of the parent kept for this
+								 * subtree alone */
+	int			weight;			/* 1.2: share of the parent's shared part */
 	int			nroles;			/* 0 = any role may acquire */
 	char		roles[BULKHEAD_MAX_ROLES][NAMEDATALEN];
+	char		parent[NAMEDATALEN];	/* 1.2: the budget drawn from, or "" */
 } BulkheadConfig;
 
 /* A list of permit entries linked by index (entry_list.h) */
@@ -116,7 +141,10 @@ typedef struct BulkheadEntryList
 /* One workload slot; see the header for who writes what, under which lock */
 typedef struct BulkheadSlot
 {
-	LWLock	   *lock;			/* this slot's lock (named tranche) */
+	LWLock	   *lock;			/* the lock in force: own_lock of the tree's
+								 * root (see the header) */
+	LWLock	   *own_lock;		/* this slot's lock (named tranche), set at
+								 * start */
 
 	/* protected by shared->dir_lock (writes also hold lock) */
 	bool		in_use;			/* assigned to name */
@@ -128,8 +156,9 @@ typedef struct BulkheadSlot
 	BulkheadConfig config;
 	int			current_limit;	/* the limit in force: config.max_running,
 								 * or the worker's choice when adaptive */
-	int			running;		/* entries in holders */
-	int			queued;			/* entries in waiters */
+	int			running;		/* entries in holders; for a budget, its
+								 * whole subtree's */
+	int			queued;			/* entries in waiters (its own) */
 	BulkheadEntryList holders;	/* GRANTED entries */
 	BulkheadEntryList waiters;	/* WAITING entries, FIFO */
 	BulkheadStats stats;
@@ -146,6 +175,22 @@ typedef struct BulkheadSlot
 	int32		dl_prover;		/* PGPROC number + 1 of the waiter whose
 								 * search made it, who keeps checking while
 								 * the others sleep on it; 0: none */
+
+	/*
+	 * Shared budgets, protected by lock (the tree's), written by budget.c.
+	 * Outside any tree: parent = first_child = -1 and the rest unused.
+	 */
+	int16		parent;			/* slot index of the budget, or -1 */
+	int16		first_child;	/* children, linked by next_sibling */
+	int16		next_sibling;
+	int			sub_queued;		/* waiters in the subtree, its own too */
+	int			reserved_sum;	/* a budget: its children's reserved */
+	int			shared_used;	/* a budget: sum over its children of
+								 * max(0, running - reserved) */
+	double		service;		/* as a child: borrowed permit-us / weight,
+								 * accumulated up to served_at */
+	TimestampTz served_at;
+	TimestampTz granted_at;		/* last grant in the subtree; 0: never */
 } BulkheadSlot;
 
 /*
@@ -193,6 +238,7 @@ extern bool bulkhead_shmem_startup(void);
 extern void bulkhead_check_loaded(void);
 extern int	bulkhead_backend_count(void);
 extern int	bulkhead_find_slot(const char *name);
+extern void bulkhead_slot_lock(BulkheadSlot *slot, LWLockMode mode);
 
 /* The reload protocol between the tables' triggers and the worker */
 extern void bulkhead_request_reload(void);

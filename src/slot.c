@@ -25,6 +25,7 @@
  *-------------------------------------------------------------------------
  */
 #include "slot.h"
+#include "budget.h"
 #include "entry_list.h"
 
 #include "miscadmin.h"
@@ -33,38 +34,59 @@
 #include "utils/timestamp.h"
 
 /*
- * Hand free permits to the head waiters, oldest first.  With wakeups given
+ * Hand free permits to the head waiters, oldest first (in a tree of
+ * budgets: the tree's, in the order budget.c gives).  With wakeups given
  * (initialised to n = 0), the first BULKHEAD_WAKE_BATCH granted are recorded
  * there for the caller to wake with bulkhead_wake() after releasing the
  * lock; any others, and all of them when wakeups is NULL (rare paths: limit
  * raised, reaper), are woken at once.
  */
+static void
+grant_head(BulkheadSlot *slot, TimestampTz now, BulkheadWakeups *wakeups)
+{
+	BulkheadEntry *entry = entry_at(slot->waiters.head);
+
+	entry_list_delete(&slot->waiters, entry);
+	entry->state = BULKHEAD_ENTRY_GRANTED;
+	entry->since = now;
+	entry_list_push_tail(&slot->holders, entry);
+	if (bulkhead_in_tree(slot))
+		bulkhead_budget_adjust(slot, 1, -1, now);
+	else
+	{
+		slot->queued--;
+		slot->running++;
+		if (slot->running > slot->stats.peak_running)
+			slot->stats.peak_running = slot->running;
+	}
+	/* the state is set before the latch (see latch.h) */
+	if (wakeups != NULL && wakeups->n < BULKHEAD_WAKE_BATCH)
+		wakeups->procnos[wakeups->n++] = bulkhead_entry_procno(entry);
+	else
+		SetLatch(&GetPGProcByNumber(bulkhead_entry_procno(entry))->procLatch);
+}
+
 void
 bulkhead_slot_serve(BulkheadSlot *slot, BulkheadWakeups *wakeups)
 {
 	TimestampTz now = 0;
 
+	if (bulkhead_in_tree(slot))
+	{
+		int			next;
+
+		/* budget.c picks, at every level, whose head waiter is next */
+		now = GetCurrentTimestamp();
+		while ((next = bulkhead_budget_pick(slot, now)) >= 0)
+			grant_head(bulkhead_slot_at(next), now, wakeups);
+		return;
+	}
 	while (!entry_list_is_empty(&slot->waiters) &&
 		   (slot->config.shadow || slot->running < slot->current_limit))
 	{
-		BulkheadEntry *entry;
-
 		if (now == 0)
 			now = GetCurrentTimestamp();
-		entry = entry_at(slot->waiters.head);
-		entry_list_delete(&slot->waiters, entry);
-		slot->queued--;
-		entry->state = BULKHEAD_ENTRY_GRANTED;
-		entry->since = now;
-		entry_list_push_tail(&slot->holders, entry);
-		slot->running++;
-		if (slot->running > slot->stats.peak_running)
-			slot->stats.peak_running = slot->running;
-		/* the state is set before the latch (see latch.h) */
-		if (wakeups != NULL && wakeups->n < BULKHEAD_WAKE_BATCH)
-			wakeups->procnos[wakeups->n++] = bulkhead_entry_procno(entry);
-		else
-			SetLatch(&GetPGProcByNumber(bulkhead_entry_procno(entry))->procLatch);
+		grant_head(slot, now, wakeups);
 	}
 }
 
@@ -112,16 +134,16 @@ bulkhead_slot_wake_waiters(BulkheadSlot *slot, bool all)
 static void
 unlink_entry(BulkheadSlot *slot, BulkheadEntry *entry)
 {
-	if (entry->state == BULKHEAD_ENTRY_WAITING)
-	{
-		entry_list_delete(&slot->waiters, entry);
+	bool		waiting = entry->state == BULKHEAD_ENTRY_WAITING;
+
+	entry_list_delete(waiting ? &slot->waiters : &slot->holders, entry);
+	if (bulkhead_in_tree(slot))
+		bulkhead_budget_adjust(slot, waiting ? 0 : -1, waiting ? -1 : 0,
+							   GetCurrentTimestamp());
+	else if (waiting)
 		slot->queued--;
-	}
 	else
-	{
-		entry_list_delete(&slot->holders, entry);
 		slot->running--;
-	}
 	entry->state = BULKHEAD_ENTRY_FREE;
 	entry->workload = -1;
 	entry->pid = 0;
@@ -129,14 +151,15 @@ unlink_entry(BulkheadSlot *slot, BulkheadEntry *entry)
 
 /*
  * Did the last permit of a deleted workload just go, while the worker has
- * rows waiting for a free slot?  Then the caller asks the worker to load
- * them now (bulkhead_request_reload) rather than at its next poll.
+ * rows waiting for a free slot, or while the workload is still in a tree
+ * (the worker takes it out)?  Then the caller asks the worker to load now
+ * (bulkhead_request_reload) rather than at its next poll.
  */
 static bool
 slot_drained(BulkheadSlot *slot)
 {
 	return !slot->defined && slot->running == 0 && slot->queued == 0 &&
-		bulkhead_shared->rows_pending;
+		(bulkhead_shared->rows_pending || bulkhead_in_tree(slot));
 }
 
 /* entry, free, starts holding or waiting */
@@ -151,7 +174,14 @@ link_entry(BulkheadSlot *slot, int slotno, BulkheadEntry *entry,
 	entry->state = state;
 	entry->queued_at = now;
 	entry->since = now;
-	if (state == BULKHEAD_ENTRY_GRANTED)
+	if (bulkhead_in_tree(slot))
+	{
+		bool		granted = state == BULKHEAD_ENTRY_GRANTED;
+
+		entry_list_push_tail(granted ? &slot->holders : &slot->waiters, entry);
+		bulkhead_budget_adjust(slot, granted ? 1 : 0, granted ? 0 : 1, now);
+	}
+	else if (state == BULKHEAD_ENTRY_GRANTED)
 	{
 		entry_list_push_tail(&slot->holders, entry);
 		slot->running++;
@@ -179,6 +209,51 @@ bulkhead_slot_count_grant(BulkheadSlot *slot, BulkheadEntry *entry)
 	bulkhead_stats_add_wait(&slot->stats, waited);
 }
 
+/* Wait, or fail at once when no wait is allowed */
+static BulkheadAdmit
+admit_wait(BulkheadSlot *slot, int slotno, BulkheadEntry *entry,
+		   BulkheadScope scope, int64 timeout_us, TimestampTz now)
+{
+	if (timeout_us <= 0)
+	{
+		slot->stats.timed_out++;
+		return BULKHEAD_ADMIT_ZERO_WAIT;
+	}
+	link_entry(slot, slotno, entry, scope, BULKHEAD_ENTRY_WAITING, now);
+	return BULKHEAD_ADMIT_QUEUED;
+}
+
+/*
+ * Admission to a leaf of a tree of budgets: its own B + Q decide a
+ * rejection as outside a tree; the permit is taken at once when the leaf
+ * has no waiter and the whole path has room (budget.c); else the caller
+ * waits.  In shadow mode the leaf's own limit is only counted, but the
+ * budgets above it still decide.
+ */
+static BulkheadAdmit
+admit_in_tree(BulkheadSlot *slot, int slotno, BulkheadEntry *entry,
+			  BulkheadScope scope, const BulkheadConfig *config, int limit,
+			  int64 timeout_us, TimestampTz now)
+{
+	if (config->shadow)
+	{
+		if (slot->running >= (int64) limit + config->max_queued)
+			slot->stats.shadow_rejected++;
+		else if (slot->running >= limit)
+			slot->stats.shadow_queued++;
+	}
+	else if ((int64) slot->running + slot->queued >= (int64) limit + config->max_queued)
+	{
+		slot->stats.rejected_full++;
+		return BULKHEAD_ADMIT_FULL;
+	}
+	if (slot->queued != 0 || !bulkhead_budget_path_free(slot))
+		return admit_wait(slot, slotno, entry, scope, timeout_us, now);
+	link_entry(slot, slotno, entry, scope, BULKHEAD_ENTRY_GRANTED, now);
+	bulkhead_slot_count_grant(slot, entry);
+	return BULKHEAD_ADMIT_GRANTED;
+}
+
 /*
  * The admission decision of DESIGN.md for this backend's free entry,
  * counting what it decides, and the entry linked as it decides (granted or
@@ -194,8 +269,13 @@ bulkhead_slot_admit(BulkheadSlot *slot, int slotno, BulkheadEntry *entry,
 					int limit, int64 timeout_us, bool roles_checked,
 					TimestampTz now)
 {
+	if (slot->first_child >= 0)
+		return BULKHEAD_ADMIT_BUDGET;
 	if (config->nroles > 0 && !roles_checked)
 		return BULKHEAD_ADMIT_CHECK_ROLES;
+	if (slot->parent >= 0)
+		return admit_in_tree(slot, slotno, entry, scope, config, limit,
+							 timeout_us, now);
 	if (config->shadow)
 	{
 		/* grant at once, but count what enforce mode would have done */
@@ -210,15 +290,7 @@ bulkhead_slot_admit(BulkheadSlot *slot, int slotno, BulkheadEntry *entry,
 		return BULKHEAD_ADMIT_FULL;
 	}
 	else if (slot->queued != 0 || slot->running >= limit)
-	{
-		if (timeout_us <= 0)
-		{
-			slot->stats.timed_out++;
-			return BULKHEAD_ADMIT_ZERO_WAIT;
-		}
-		link_entry(slot, slotno, entry, scope, BULKHEAD_ENTRY_WAITING, now);
-		return BULKHEAD_ADMIT_QUEUED;
-	}
+		return admit_wait(slot, slotno, entry, scope, timeout_us, now);
 	link_entry(slot, slotno, entry, scope, BULKHEAD_ENTRY_GRANTED, now);
 	bulkhead_slot_count_grant(slot, entry);
 	return BULKHEAD_ADMIT_GRANTED;
@@ -277,8 +349,8 @@ bulkhead_slot_end_wait_deadlocked(BulkheadSlot *slot, BulkheadEntry *entry,
 {
 	*drained = false;
 	if (entry->state != BULKHEAD_ENTRY_WAITING ||
-		slot->config.shadow ||
-		slot->running < slot->current_limit ||
+		(bulkhead_in_tree(slot) ? bulkhead_budget_path_free(slot) :
+		 (slot->config.shadow || slot->running < slot->current_limit)) ||
 		bulkhead_slot_holders_stamp(slot) != holders_stamp)
 		return false;
 	slot->stats.deadlocks++;
@@ -309,16 +381,35 @@ bulkhead_slot_drop_entry(BulkheadSlot *slot, BulkheadEntry *entry)
  * the deadlock check compares what it saw with what is.  Caller holds
  * slot->lock, shared at least.
  */
+static inline uint64
+holder_stamp(BulkheadEntry *entry)
+{
+	return bulkhead_mix64(((uint64) entry_index(entry) << 1 | 1) ^
+						  bulkhead_mix64((uint64) entry->since));
+}
+
+static void
+add_holder_stamp(BulkheadEntry *entry, void *arg)
+{
+	*(uint64 *) arg += holder_stamp(entry);
+}
+
 uint64
-bulkhead_slot_holders_stamp(const BulkheadSlot *slot)
+bulkhead_slot_holders_stamp(BulkheadSlot *slot)
 {
 	BulkheadEntry *entry;
 	uint64		stamp = 0;
 
+	/* in a tree: the holders its waiters wait for (budget.c) */
+	if (bulkhead_in_tree(slot))
+	{
+		bulkhead_budget_foreach_holder(bulkhead_slot_at(bulkhead_budget_blocker(slot)),
+									   add_holder_stamp, &stamp);
+		return stamp;
+	}
 	/* a sum: independent of the order of the list */
 	entry_list_foreach(entry, &slot->holders)
-		stamp += bulkhead_mix64(((uint64) entry_index(entry) << 1 | 1) ^
-								bulkhead_mix64((uint64) entry->since));
+		stamp += holder_stamp(entry);
 	return stamp;
 }
 
@@ -355,6 +446,9 @@ bulkhead_slot_define(BulkheadSlot *slot, const char *name,
 		/* deleted and re-created: a new workload, with fresh figures */
 		bulkhead_stats_clear(&slot->stats);
 	}
+	if (slot->config.reserved != config->reserved ||
+		slot->config.weight != config->weight)
+		bulkhead_budget_reconfigure(slot, config, GetCurrentTimestamp());
 	slot->current_limit = limit;
 	slot->defined = true;
 	slot->restored = false;
@@ -372,7 +466,16 @@ bulkhead_slot_undefine(BulkheadSlot *slot)
 {
 	slot->defined = false;
 	slot->restored = false;
-	if (slot->running == 0 && slot->queued == 0)
+	if (slot->parent >= 0 && slot->config.reserved != 0)
+	{
+		/* a deleted workload keeps no reservation: its holders borrow */
+		BulkheadConfig none = slot->config;
+
+		none.reserved = 0;
+		bulkhead_budget_reconfigure(slot, &none, GetCurrentTimestamp());
+		bulkhead_slot_serve(slot, NULL);
+	}
+	if (slot->running == 0 && slot->queued == 0 && !bulkhead_in_tree(slot))
 	{
 		slot->in_use = false;
 		slot->name[0] = '\0';

@@ -40,7 +40,8 @@ typedef enum BulkheadAdmit
 	BULKHEAD_ADMIT_QUEUED,		/* the caller waits in the FIFO */
 	BULKHEAD_ADMIT_FULL,		/* B+Q taken: rejected at once */
 	BULKHEAD_ADMIT_ZERO_WAIT,	/* a wait was needed, and none was allowed */
-	BULKHEAD_ADMIT_CHECK_ROLES	/* check the roles (no lock), then decide again */
+	BULKHEAD_ADMIT_CHECK_ROLES,	/* check the roles (no lock), then decide again */
+	BULKHEAD_ADMIT_BUDGET		/* a budget: permits are taken of its leaves */
 } BulkheadAdmit;
 
 /* Caller holds slot->lock.  Is slot the defined workload called name? */
@@ -69,7 +70,7 @@ extern bool bulkhead_slot_end_wait_deadlocked(BulkheadSlot *slot,
 											  BulkheadWakeups *wakeups,
 											  bool *drained);
 extern void bulkhead_slot_drop_entry(BulkheadSlot *slot, BulkheadEntry *entry);
-extern uint64 bulkhead_slot_holders_stamp(const BulkheadSlot *slot);
+extern uint64 bulkhead_slot_holders_stamp(BulkheadSlot *slot);
 
 /* Serving the queue, and waking whom it served (after the lock) */
 extern void bulkhead_slot_serve(BulkheadSlot *slot, BulkheadWakeups *wakeups);

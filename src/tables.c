@@ -29,6 +29,8 @@
 
 
 
+static bool text_column(HeapTuple tuple, TupleDesc desc, int col, char *buf);
+
 /* Milliseconds guard column: NULL -> no guard */
 static int
 guard_column(HeapTuple tuple, TupleDesc desc, int col)
@@ -68,6 +70,9 @@ read_row(HeapTuple tuple, TupleDesc desc, WorkloadRow *row)
 	c->shadow = DatumGetBool(SPI_getbinval(tuple, desc, 8, &isnull));
 	c->adaptive = DatumGetBool(SPI_getbinval(tuple, desc, 10, &isnull));
 	c->min_running = DatumGetInt32(SPI_getbinval(tuple, desc, 11, &isnull));
+	(void) text_column(tuple, desc, 12, c->parent);
+	c->reserved = DatumGetInt32(SPI_getbinval(tuple, desc, 13, &isnull));
+	c->weight = DatumGetInt32(SPI_getbinval(tuple, desc, 14, &isnull));
 
 	roles = SPI_getbinval(tuple, desc, 9, &isnull);
 	if (!isnull)
@@ -88,7 +93,8 @@ read_row(HeapTuple tuple, TupleDesc desc, WorkloadRow *row)
 
 /*
  * The columns read from bulkhead_workload, in the order of the query in
- * read_table; the last two are new in 1.1 (adaptive limits).
+ * read_table; adaptive and min_running are new in 1.1 (adaptive limits),
+ * the last three in 1.2 (shared budgets).
  */
 static const struct
 {
@@ -106,11 +112,14 @@ static const struct
 	{"mode", TEXTOID},
 	{"roles", TEXTARRAYOID},
 	{"adaptive", BOOLOID},
-	{"min_running", INT4OID}
+	{"min_running", INT4OID},
+	{"parent", TEXTOID},
+	{"reserved", INT4OID},
+	{"weight", INT4OID}
 };
 
 #define NUM_WORKLOAD_COLUMNS	((int) lengthof(workload_columns))
-#define NUM_1_0_COLUMNS			(NUM_WORKLOAD_COLUMNS - 2)
+#define NUM_1_0_COLUMNS			(NUM_WORKLOAD_COLUMNS - 5)
 
 /*
  * Has the extension's table the columns of 1.1's adaptive limit?  An
@@ -130,6 +139,20 @@ check_workload_columns(Oid relid)
 	if (adaptive)
 		(void) bulkhead_check_column(relid, "min_running", INT4OID, false);
 	return adaptive;
+}
+
+/*
+ * Has the extension's table the columns of 1.2's shared budgets?  One still
+ * at 1.1 has not: its workloads are all roots.
+ */
+static bool
+check_budget_columns(Oid relid)
+{
+	if (!bulkhead_check_column(relid, "parent", TEXTOID, true))
+		return false;
+	(void) bulkhead_check_column(relid, "reserved", INT4OID, false);
+	(void) bulkhead_check_column(relid, "weight", INT4OID, false);
+	return true;
 }
 
 /*
@@ -312,6 +335,7 @@ read_workloads(const BulkheadExtension *ext, MemoryContext cxt,
 	Oid			relid = bulkhead_extension_table(ext, "bulkhead_workload");
 	Oid			types[NUM_WORKLOAD_COLUMNS];
 	bool		adaptive;
+	bool		budgets;
 	StringInfoData query;
 	WorkloadRow *rows;
 	int			nrows;
@@ -323,6 +347,7 @@ read_workloads(const BulkheadExtension *ext, MemoryContext cxt,
 				 errmsg("extension \"bulkhead\" has no table \"bulkhead_workload\""),
 				 errhint("Drop and re-create the extension.")));
 	adaptive = check_workload_columns(relid);
+	budgets = check_budget_columns(relid);
 	for (i = 0; i < NUM_WORKLOAD_COLUMNS; i++)
 		types[i] = workload_columns[i].type;
 	/* the queries' intervals are read as float8 */
@@ -337,10 +362,12 @@ read_workloads(const BulkheadExtension *ext, MemoryContext cxt,
 					 " pg_catalog.ceil(EXTRACT(epoch FROM statement_timeout) OPERATOR(pg_catalog.*) 1000)::pg_catalog.float8,"
 					 " pg_catalog.ceil(EXTRACT(epoch FROM lock_timeout) OPERATOR(pg_catalog.*) 1000)::pg_catalog.float8,"
 					 " pg_catalog.ceil(EXTRACT(epoch FROM idle_timeout) OPERATOR(pg_catalog.*) 1000)::pg_catalog.float8,"
-					 " mode OPERATOR(pg_catalog.=) 'shadow'::pg_catalog.text, roles, %s"
+					 " mode OPERATOR(pg_catalog.=) 'shadow'::pg_catalog.text, roles, %s, %s"
 					 " FROM %s ORDER BY name",
 					 adaptive ? "adaptive, min_running" :
 					 "false, 1",
+					 budgets ? "parent, reserved, weight" :
+					 "NULL::pg_catalog.text, 0, 100",
 					 bulkhead_qualified_table_name(relid));
 	if (SPI_execute(query.data, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read table \"bulkhead_workload\"");

@@ -4,8 +4,9 @@
  *	  bulkhead_stats, bulkhead_activity and bulkhead_stats_reset.
  *
  * Each workload is read under its slot lock held shared, so a row never
- * shows a half-made change; different workloads are read one after the
- * other.
+ * shows a half-made change; the workloads of one tree of budgets are read
+ * under one hold of its lock (they share it), so their counts add up;
+ * different trees are read one after the other.
  *
  * Owns no shared state: the statistics are reset through slot.c.  Called by
  * PostgreSQL's function manager only.
@@ -15,6 +16,7 @@
 #include "functions.h"
 #include "entry_list.h"
 #include "slot.h"
+#include "budget.h"
 
 #include "catalog/pg_authid.h"
 #include "fmgr.h"
@@ -38,7 +40,7 @@ PG_FUNCTION_INFO_V1(bulkhead_stats_reset);
  * are left out.  Keep it so: a new column goes at the end, here and in the
  * OUT list of the newest install script.
  */
-#define STATS_COLS		31
+#define STATS_COLS		31		/* 1.2: 30 */
 
 #if PG_VERSION_NUM < 150000
 /* PG 13/14: the materialize-mode set-up that PG 15 calls InitMaterializedSRF */
@@ -101,32 +103,65 @@ scope_name(uint8 scope)
 	}
 }
 
+/*
+ * Copy every slot, those of one tree under one hold of the tree's lock: a
+ * tree's rows are one snapshot (its levels' counts add up), different trees
+ * are read one after the other.  done[] has room for every slot.
+ */
+static void
+copy_slots(BulkheadSlot *copies, bool *done)
+{
+	int			n = bulkhead_shared->nslots;
+	int			i;
+	int			j;
+
+	memset(done, 0, sizeof(bool) * n);
+	for (i = 0; i < n; i++)
+	{
+		BulkheadSlot *slot = &bulkhead_shared->slots[i];
+		LWLock	   *lock;
+
+		if (done[i])
+			continue;
+		bulkhead_slot_lock(slot, LW_SHARED);
+		lock = slot->lock;
+		/* held, lock stays the lock in force of exactly its tree's slots */
+		for (j = i; j < n; j++)
+		{
+			if (done[j] || bulkhead_shared->slots[j].lock != lock)
+				continue;
+			memcpy(&copies[j], &bulkhead_shared->slots[j], sizeof(BulkheadSlot));
+			done[j] = true;
+		}
+		LWLockRelease(lock);
+	}
+}
+
 Datum
 bulkhead_stats(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	BulkheadSlot *copy = palloc(sizeof(BulkheadSlot));
+	int			nslots = bulkhead_shared ? bulkhead_shared->nslots : 0;
+	BulkheadSlot *copies;
+	bool	   *done;
 	int			i;
 
 	bulkhead_check_loaded();
 	InitMaterializedSRF(fcinfo, 0);
+	copies = palloc(sizeof(BulkheadSlot) * nslots);
+	done = palloc(sizeof(bool) * nslots);
+	copy_slots(copies, done);
 
-	for (i = 0; i < bulkhead_shared->nslots; i++)
+	for (i = 0; i < nslots; i++)
 	{
-		BulkheadSlot *slot = &bulkhead_shared->slots[i];
+		BulkheadSlot *copy = &copies[i];
 		BulkheadStats *st = &copy->stats;
 		Datum		values[STATS_COLS];
 		bool		nulls[STATS_COLS];
 		int			c = 0;
 
-		LWLockAcquire(slot->lock, LW_SHARED);
-		if (!slot->in_use || !slot->defined)
-		{
-			LWLockRelease(slot->lock);
+		if (!copy->in_use || !copy->defined)
 			continue;
-		}
-		memcpy(copy, slot, sizeof(BulkheadSlot));
-		LWLockRelease(slot->lock);
 
 		memset(nulls, 0, sizeof(nulls));
 		values[c++] = CStringGetTextDatum(copy->name);
@@ -134,7 +169,8 @@ bulkhead_stats(PG_FUNCTION_ARGS)
 		values[c++] = Int32GetDatum(copy->config.max_running);
 		values[c++] = Int32GetDatum(copy->config.max_queued);
 		values[c++] = Int32GetDatum(copy->running);
-		values[c++] = Int32GetDatum(copy->queued);
+		/* a budget's callers wait at its leaves: the subtree's */
+		values[c++] = Int32GetDatum(copy->first_child >= 0 ? copy->sub_queued : copy->queued);
 		values[c++] = Int64GetDatum((int64) st->acquired);
 		values[c++] = Int64GetDatum((int64) st->rejected_full);
 		values[c++] = Int64GetDatum((int64) st->timed_out);
@@ -156,12 +192,21 @@ bulkhead_stats(PG_FUNCTION_ARGS)
 		/* 1.1 */
 		values[c++] = Int64GetDatum((int64) st->deadlocks);
 		values[c++] = Int32GetDatum(copy->current_limit);
+		/* 1.2: shared budgets (the parent as the tree is now) */
+		nulls[c] = copy->parent < 0;
+		values[c] = nulls[c] ? (Datum) 0 :
+			CStringGetTextDatum(copies[copy->parent].name);
+		c++;
+		values[c++] = Int32GetDatum(copy->config.reserved);
+		values[c++] = Int32GetDatum(Max(copy->config.weight, 1));
+		values[c++] = Int32GetDatum(bulkhead_budget_borrowed(copy));
 		Assert(c <= STATS_COLS);
 		Assert(rsinfo->setDesc->natts <= c);
 
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
-	pfree(copy);
+	pfree(copies);
+	pfree(done);
 	return (Datum) 0;
 }
 
@@ -246,7 +291,7 @@ bulkhead_activity(PG_FUNCTION_ARGS)
 		int			n;
 		int			r;
 
-		LWLockAcquire(slot->lock, LW_SHARED);
+		bulkhead_slot_lock(slot, LW_SHARED);
 		if (!slot->in_use)
 		{
 			LWLockRelease(slot->lock);
@@ -284,7 +329,7 @@ reset_slot(BulkheadSlot *slot, const char *name)
 {
 	bool		done = false;
 
-	LWLockAcquire(slot->lock, LW_EXCLUSIVE);
+	bulkhead_slot_lock(slot, LW_EXCLUSIVE);
 	if (slot->in_use && slot->defined &&
 		(name == NULL || strcmp(slot->name, name) == 0))
 	{

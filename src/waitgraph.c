@@ -15,7 +15,10 @@
  * --------------
  * Its nodes are backends; its edges say who waits for whom:
  *   - a backend queued for a permit of workload w waits for every backend
- *     holding a permit of w (read under w's slot lock);
+ *     holding a permit of w (read under w's slot lock); in a tree of
+ *     budgets, of the subtree of the lowest level of w's path that has no
+ *     room (see bulkhead_budget_blocker, and why a few extra holders can
+ *     only delay a report, never make a false one);
  *   - a backend waiting for a heavyweight lock waits for the backends that
  *     pg_blocking_pids() names (hard and soft edges, lock groups merged);
  *   - any other backend waits for nothing here: it can make progress.
@@ -113,6 +116,7 @@
  *-------------------------------------------------------------------------
  */
 #include "waitgraph.h"
+#include "budget.h"
 #include "entry_list.h"
 #include "slot.h"
 
@@ -151,19 +155,12 @@ bulkhead_read_permit_wait(int procno, int pid, int *pids, int *procnos,
 		if (slotno < 0 || e->state != BULKHEAD_ENTRY_WAITING)
 			continue;
 		slot = &bulkhead_shared->slots[slotno];
-		LWLockAcquire(slot->lock, LW_SHARED);
+		bulkhead_slot_lock(slot, LW_SHARED);
 		if (e->workload == slotno && e->state == BULKHEAD_ENTRY_WAITING &&
 			e->pid == pid)
 		{
-			BulkheadEntry *holder;
-
-			wait->nholders = 0;
-			entry_list_foreach(holder, &slot->holders)
-			{
-				pids[wait->nholders] = holder->pid;
-				procnos[wait->nholders++] =
-					entry_index(holder) / bulkhead_shared->permits_per_backend;
-			}
+			/* its holders; in a tree, see bulkhead_budget_blocker() */
+			wait->nholders = bulkhead_budget_blockers(slot, pids, procnos);
 			wait->slotno = slotno;
 			wait->holders_stamp = bulkhead_slot_holders_stamp(slot);
 			wait->wait_id = bulkhead_mix64(((uint64) entry_index(&entries[i]) << 1) ^

@@ -113,7 +113,7 @@ reap_dead_backends(void)
 		BulkheadSlot *slot = &shared->slots[i];
 		int			reaped;
 
-		LWLockAcquire(slot->lock, LW_EXCLUSIVE);
+		bulkhead_slot_lock(slot, LW_EXCLUSIVE);
 		reaped = bulkhead_slot_reap(slot);
 		LWLockRelease(slot->lock);
 		if (reaped > 0)

@@ -97,6 +97,27 @@ is($node->safe_psql('postgres',
 		'SELECT name, adaptive, min_running FROM bulkhead_workload ORDER BY name'),
 	"batch|f|1\nreports|f|1",
 	'the new columns take their defaults: not adaptive, min_running 1');
+is($node->safe_psql('postgres',
+		'SELECT name, parent IS NULL, reserved, weight FROM bulkhead_workload ORDER BY name'),
+	"batch|t|0|100\nreports|t|0|100",
+	'1.2\'s columns take their defaults: roots, nothing reserved, weight 100');
+# the kept rows can become a tree, checked as in a fresh install
+$node->safe_psql('postgres', q{
+	INSERT INTO bulkhead_workload (name, max_running) VALUES ('all', 2);
+	UPDATE bulkhead_workload SET parent = 'all', reserved = 1 WHERE name IN ('batch', 'reports');});
+my ($rc, $stdout, $stderr) = $node->psql('postgres',
+	"UPDATE bulkhead_workload SET reserved = 2 WHERE name = 'reports'");
+like($stderr, qr/reservations under budget "all" exceed its max_running/,
+	'the budgets check runs after the update');
+ok( poll_until(
+		$node, q{
+		SELECT string_agg(workload || ':' || coalesce(parent, '-') || ':' || reserved, ','
+		                  ORDER BY workload) = 'all:-:0,batch:all:1,reports:all:1'
+		  FROM bulkhead_stats}),
+	'bulkhead_stats shows the tree (parent, reserved) after the update');
+$node->safe_psql('postgres', q{
+	UPDATE bulkhead_workload SET parent = NULL, reserved = 0;
+	DELETE FROM bulkhead_workload WHERE name = 'all';});
 ok( poll_until(
 		$node, q{
 		SELECT string_agg(workload || ':' || max_running || ':' || current_limit, ','

@@ -1,0 +1,547 @@
+/*-------------------------------------------------------------------------
+ *
+ * budget.c
+ *	  Shared budgets: the counts of every level of a tree of workloads, the
+ *	  rule that says whether a leaf may be granted a permit, the order in
+ *	  which waiting children are served, and re-parenting.
+ *
+ * A workload with children is a budget: its limit bounds the permits held
+ * in its whole subtree (its running counts them all).  A child c of budget
+ * P keeps config.reserved of P's permits for its subtree alone; the rest of
+ * P's limit, S = limit - reserved_sum, is shared, and c uses
+ * max(0, running_c - reserved_c) of it (P->shared_used sums that over the
+ * children).  A permit is free for leaf L when at L and at every node X on
+ * its path to the root, X is under its own limit and (X is under its
+ * reservation, or the shared part of X's parent has room).
+ *
+ * Atomicity.  All the slots of a tree share one lock (shmem.h): whoever
+ * grants, releases, cancels, times out, reaps or reconfigures holds it, and
+ * changes every level of the path before releasing it.  So there is no
+ * instant at which a level was granted past its limit, whatever the
+ * interleaving; and there is no order of locks between levels to keep.
+ * Re-parenting (the worker) takes the locks of every tree it changes at
+ * once, in address order, so a subtree moves between trees in one step.
+ *
+ * Serving.  After every change under the lock, slot.c serves the tree: it
+ * asks bulkhead_budget_pick() for the leaf whose head waiter gets the next
+ * free permit, until none can be granted.  So no waiter that could be
+ * granted is ever left waiting while the lock is free, and a newcomer that
+ * finds its path free takes nothing a waiter could have had.  The order
+ * (DESIGN.md): at each budget, first a child under its reservation (the
+ * oldest head waiter among them); else the child least served for its
+ * weight; ties to the child granted least recently, then to the oldest
+ * head waiter.  FIFO within a leaf.
+ *
+ * Service.  A child's service is the permit-time it has borrowed (beyond
+ * its reservation) divided by its weight, accumulated at each change of its
+ * running count (O(1) per level per grant or release).  A child that goes
+ * from idle (nothing held, nothing waiting in its subtree) to active is
+ * raised to the smallest service among its active siblings, so no credit
+ * is banked while idle.  (DESIGN.md says "already waiting"; a sibling that
+ * holds permits without waiting competes too, and not raising to it would
+ * let a returning child take every contested permit until it caught up.)
+ *
+ * Writes the tree fields of the slots (shmem.h), the running counts of
+ * budgets, and a slot's reserved and weight when they change.  Called by
+ * slot.c (counts, serving, reconfiguring), waitgraph.c and holders.c (the
+ * holders of a subtree), loader.c (re-parenting); calls no other module.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "budget.h"
+#include "entry_list.h"
+
+#include "utils/timestamp.h"
+
+static inline BulkheadSlot *
+parent_of(const BulkheadSlot *slot)
+{
+	return slot->parent >= 0 ? bulkhead_slot_at(slot->parent) : NULL;
+}
+
+static inline bool
+idle(const BulkheadSlot *slot)
+{
+	return slot->running == 0 && slot->sub_queued == 0;
+}
+
+static inline int
+weight_of(const BulkheadSlot *slot)
+{
+	return Max(slot->config.weight, 1);
+}
+
+/* A child's service at now, without changing it */
+static double
+service_at(const BulkheadSlot *slot, TimestampTz now)
+{
+	double		service = slot->service;
+
+	if (now > slot->served_at)
+		service += (double) bulkhead_budget_borrowed(slot) *
+			(double) (now - slot->served_at) / weight_of(slot);
+	return service;
+}
+
+/* Bring a child's service up to now (before its running count changes) */
+static void
+accumulate(BulkheadSlot *slot, TimestampTz now)
+{
+	slot->service = service_at(slot, now);
+	if (now > slot->served_at)
+		slot->served_at = now;
+}
+
+/*
+ * A child becomes active: no credit for the time it was idle.  Its service
+ * is raised to the smallest of its active siblings'.
+ */
+static void
+raise_service(BulkheadSlot *slot, BulkheadSlot *parent, TimestampTz now)
+{
+	int			c;
+	bool		found = false;
+	double		least = 0;
+
+	for (c = parent->first_child; c >= 0; c = bulkhead_slot_at(c)->next_sibling)
+	{
+		BulkheadSlot *sibling = bulkhead_slot_at(c);
+		double		service;
+
+		if (sibling == slot || idle(sibling))
+			continue;
+		service = service_at(sibling, now);
+		if (!found || service < least)
+			least = service;
+		found = true;
+	}
+	if (found && slot->service < least)
+		slot->service = least;
+}
+
+/* The root of slot's tree (slot itself outside any tree) */
+BulkheadSlot *
+bulkhead_budget_root(BulkheadSlot *slot)
+{
+	while (slot->parent >= 0)
+		slot = bulkhead_slot_at(slot->parent);
+	return slot;
+}
+
+/* Has the shared part of budget parent room for one more borrowed permit? */
+static inline bool
+shared_room(const BulkheadSlot *parent)
+{
+	return parent->config.shadow ||
+		parent->shared_used < parent->current_limit - parent->reserved_sum;
+}
+
+/* May slot (one more permit of its subtree) take one at its parent's level? */
+static inline bool
+room_at_parent(const BulkheadSlot *slot, const BulkheadSlot *parent)
+{
+	return slot->running < slot->config.reserved || shared_room(parent);
+}
+
+static inline bool
+under_limit(const BulkheadSlot *slot)
+{
+	return slot->config.shadow || slot->running < slot->current_limit;
+}
+
+/* Is a permit free for a leaf: at every level of its path (see the header)? */
+bool
+bulkhead_budget_path_free(BulkheadSlot *slot)
+{
+	for (;;)
+	{
+		BulkheadSlot *parent = parent_of(slot);
+
+		if (!under_limit(slot))
+			return false;
+		if (parent == NULL)
+			return true;
+		if (!room_at_parent(slot, parent))
+			return false;
+		slot = parent;
+	}
+}
+
+/*
+ * Apply a change of running (drunning) and of waiters (dsub) in the subtree
+ * of slot to slot and every level above it: accumulate each child's service
+ * before its count changes, raise a child that becomes active, keep each
+ * budget's shared_used, and note a grant (granted_at) when grant.
+ */
+static void
+propagate(BulkheadSlot *slot, int drunning, int dsub, bool grant,
+		  TimestampTz now)
+{
+	for (; slot != NULL; slot = parent_of(slot))
+	{
+		BulkheadSlot *parent = parent_of(slot);
+		int			borrowed = 0;
+		bool		was_idle = idle(slot);
+
+		if (parent != NULL)
+		{
+			borrowed = bulkhead_budget_borrowed(slot);
+			accumulate(slot, now);
+		}
+		slot->running += drunning;
+		slot->sub_queued += dsub;
+		if (parent != NULL)
+		{
+			if (was_idle && !idle(slot))
+				raise_service(slot, parent, now);
+			parent->shared_used += bulkhead_budget_borrowed(slot) - borrowed;
+		}
+		if (grant)
+			slot->granted_at = now;
+		if (slot->running > slot->stats.peak_running)
+			slot->stats.peak_running = slot->running;
+		if (slot->first_child >= 0 && slot->sub_queued > slot->stats.peak_queued)
+			slot->stats.peak_queued = slot->sub_queued;
+	}
+}
+
+/*
+ * A leaf of a tree (or a budget, for its own entries) changes: drunning
+ * permits more or fewer, dqueued waiters more or fewer.  A waiter granted
+ * is (+1, -1).  Every level of the path is changed here, under the tree's
+ * lock.
+ */
+void
+bulkhead_budget_adjust(BulkheadSlot *slot, int drunning, int dqueued,
+					   TimestampTz now)
+{
+	slot->queued += dqueued;
+	if (slot->queued > slot->stats.peak_queued)
+		slot->stats.peak_queued = slot->queued;
+	propagate(slot, drunning, dqueued, drunning > 0, now);
+}
+
+/* The candidate a budget's children offer, compared by the grant order */
+typedef struct Candidate
+{
+	int			slotno;			/* whose head waiter; -1: none */
+	bool		reserved;		/* the child offering it is under its
+								 * reservation */
+	double		service;		/* that child's service */
+	TimestampTz granted_at;		/* that child's last grant */
+	TimestampTz head_at;		/* the head waiter's arrival */
+} Candidate;
+
+static bool
+better(const Candidate *a, const Candidate *b)
+{
+	if (b->slotno < 0)
+		return true;
+	if (a->reserved != b->reserved)
+		return a->reserved;
+	if (!a->reserved)
+	{
+		if (a->service != b->service)
+			return a->service < b->service;
+		if (a->granted_at != b->granted_at)
+			return a->granted_at < b->granted_at;
+	}
+	return a->head_at < b->head_at;
+}
+
+/*
+ * The slot in slot's subtree whose head waiter gets the next permit, with
+ * slot itself admitted by the levels above it; -1 when none may be
+ * granted.  *head_at is that waiter's arrival.  A budget's own waiters
+ * (callers queued before it became one) come first.
+ */
+static int
+pick(BulkheadSlot *slot, TimestampTz now, TimestampTz *head_at)
+{
+	Candidate	best = {-1};
+	int			c;
+
+	if (slot->sub_queued == 0 || !under_limit(slot))
+		return -1;
+	if (slot->queued > 0)
+	{
+		*head_at = entry_at(slot->waiters.head)->queued_at;
+		return bulkhead_slot_index(slot);
+	}
+	for (c = slot->first_child; c >= 0; c = bulkhead_slot_at(c)->next_sibling)
+	{
+		BulkheadSlot *child = bulkhead_slot_at(c);
+		Candidate	cand;
+
+		if (child->sub_queued == 0 || !room_at_parent(child, slot))
+			continue;
+		cand.slotno = pick(child, now, &cand.head_at);
+		if (cand.slotno < 0)
+			continue;
+		cand.reserved = child->running < child->config.reserved;
+		cand.service = service_at(child, now);
+		cand.granted_at = child->granted_at;
+		if (better(&cand, &best))
+			best = cand;
+	}
+	if (best.slotno >= 0)
+		*head_at = best.head_at;
+	return best.slotno;
+}
+
+/*
+ * The slot whose head waiter is served next in slot's tree, or -1 when no
+ * waiter of the tree can be granted now.
+ */
+int
+bulkhead_budget_pick(BulkheadSlot *slot, TimestampTz now)
+{
+	TimestampTz head_at;
+
+	return pick(bulkhead_budget_root(slot), now, &head_at);
+}
+
+/*
+ * The waiters of a leaf wait for the holders whose release could give them
+ * a permit: those of the subtree of the lowest level of the path at which a
+ * permit is not free (that level at its limit: its subtree; its parent's
+ * shared part full: the parent's subtree, where the borrowers are).  When
+ * the path is free (a grant in flight), the leaf's own holders, as outside
+ * a tree.  Returns that slot's index.
+ *
+ * The subtree may hold a few permits whose release would only refill a
+ * sibling's reservation.  For deadlock detection (waitgraph.c) an extra
+ * holder can only delay a report, never make a false one: a waiter is
+ * stuck only when all of its holders are, and reported only when all of
+ * them lead back to it.
+ */
+int
+bulkhead_budget_blocker(BulkheadSlot *slot)
+{
+	BulkheadSlot *level = slot;
+
+	for (;;)
+	{
+		BulkheadSlot *parent = parent_of(level);
+
+		if (!under_limit(level))
+			return bulkhead_slot_index(level);
+		if (parent == NULL)
+			return bulkhead_slot_index(slot);
+		if (!room_at_parent(level, parent))
+			return bulkhead_slot_index(parent);
+		level = parent;
+	}
+}
+
+/* Collecting a waiter's holders: each backend once */
+typedef struct HolderList
+{
+	int		   *pids;
+	int		   *procnos;
+	int			n;
+	bool		dedupe;			/* in a tree, a backend may hold permits of
+								 * several leaves */
+} HolderList;
+
+static void
+add_holder(BulkheadEntry *holder, void *arg)
+{
+	HolderList *list = arg;
+	int			procno = bulkhead_entry_procno(holder);
+	int			i;
+
+	for (i = 0; list->dedupe && i < list->n; i++)
+		if (list->procnos[i] == procno)
+			return;
+	list->pids[list->n] = holder->pid;
+	list->procnos[list->n++] = procno;
+}
+
+/*
+ * The backends that slot's waiters wait for, each once, into pids and
+ * procnos (room for one per PGPROC): outside a tree, its holders; in a
+ * tree, see bulkhead_budget_blocker.  Returns how many.
+ */
+int
+bulkhead_budget_blockers(BulkheadSlot *slot, int *pids, int *procnos)
+{
+	HolderList	list = {pids, procnos, 0, bulkhead_in_tree(slot)};
+
+	bulkhead_budget_foreach_holder(bulkhead_slot_at(bulkhead_budget_blocker(slot)),
+								   add_holder, &list);
+	return list.n;
+}
+
+/* Every entry held in top's subtree, top's own too (depth-first) */
+void
+bulkhead_budget_foreach_holder(BulkheadSlot *top, BulkheadHolderFn fn,
+							   void *arg)
+{
+	BulkheadEntry *entry;
+	int			c;
+
+	entry_list_foreach(entry, &top->holders)
+		fn(entry, arg);
+	for (c = top->first_child; c >= 0; c = bulkhead_slot_at(c)->next_sibling)
+		bulkhead_budget_foreach_holder(bulkhead_slot_at(c), fn, arg);
+}
+
+/*
+ * The worker's load changes slot's reservation or weight (to those of
+ * config): its parent's sums follow, and its service is accumulated under
+ * the old values first.  Writes config->reserved and ->weight into the slot
+ * (slot.c copies the rest).
+ */
+void
+bulkhead_budget_reconfigure(BulkheadSlot *slot, const BulkheadConfig *config,
+							TimestampTz now)
+{
+	BulkheadSlot *parent = parent_of(slot);
+	int			borrowed;
+
+	if (parent != NULL)
+		accumulate(slot, now);
+	borrowed = bulkhead_budget_borrowed(slot);
+	if (parent != NULL)
+		parent->reserved_sum += config->reserved - slot->config.reserved;
+	slot->config.reserved = config->reserved;
+	slot->config.weight = config->weight;
+	if (parent != NULL)
+		parent->shared_used += bulkhead_budget_borrowed(slot) - borrowed;
+}
+
+/* Take slot out of its parent's children, and its counts out of the path */
+static void
+detach(BulkheadSlot *slot, TimestampTz now)
+{
+	BulkheadSlot *parent = parent_of(slot);
+	int16	   *link;
+
+	if (parent == NULL)
+		return;
+	parent->shared_used -= bulkhead_budget_borrowed(slot);
+	parent->reserved_sum -= slot->config.reserved;
+	for (link = &parent->first_child; *link >= 0;
+		 link = &bulkhead_slot_at(*link)->next_sibling)
+	{
+		if (*link == bulkhead_slot_index(slot))
+		{
+			*link = slot->next_sibling;
+			break;
+		}
+	}
+	slot->next_sibling = -1;
+	slot->parent = -1;
+	propagate(parent, -slot->running, -slot->sub_queued, false, now);
+}
+
+/* Make slot a child of parent, its counts added to every level above */
+static void
+attach(BulkheadSlot *slot, BulkheadSlot *parent, TimestampTz now)
+{
+	int			c;
+	bool		found = false;
+	double		least = 0;
+
+	/* its service starts at the least of its new siblings' (no credit) */
+	for (c = parent->first_child; c >= 0; c = bulkhead_slot_at(c)->next_sibling)
+	{
+		double		service = service_at(bulkhead_slot_at(c), now);
+
+		if (!found || service < least)
+			least = service;
+		found = true;
+	}
+	slot->service = least;
+	slot->served_at = now;
+
+	slot->parent = (int16) bulkhead_slot_index(parent);
+	slot->next_sibling = parent->first_child;
+	parent->first_child = (int16) bulkhead_slot_index(slot);
+	parent->reserved_sum += slot->config.reserved;
+	parent->shared_used += bulkhead_budget_borrowed(slot);
+	propagate(parent, slot->running, slot->sub_queued, false, now);
+}
+
+/* The root slot would have after new_parent[] (loader.c checked: no cycle) */
+static int
+new_root(const int *new_parent, int slotno)
+{
+	while (new_parent[slotno] >= 0)
+		slotno = new_parent[slotno];
+	return slotno;
+}
+
+static int
+compare_locks(const void *a, const void *b)
+{
+	uintptr_t	x = (uintptr_t) *(LWLock *const *) a;
+	uintptr_t	y = (uintptr_t) *(LWLock *const *) b;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/*
+ * The worker's load (dir_lock held exclusively): make every in-use slot's
+ * parent new_parent[slot] (-1: a root), which loader.c checked (no cycle,
+ * depth at most BULKHEAD_MAX_DEPTH, free slots -1).  The locks of every
+ * tree changed, old and new, are taken first, in address order; the
+ * subtrees move, the counts of every level follow, and each slot gets the
+ * lock of its new root, all before any lock is released.  Returns whether
+ * anything changed (the caller then serves every tree).
+ */
+bool
+bulkhead_budget_restructure(const int *new_parent)
+{
+	int			nslots = bulkhead_shared->nslots;
+	LWLock	  **locks = palloc(sizeof(LWLock *) * 2 * nslots);
+	int			nlocks = 0;
+	int			held = 0;
+	TimestampTz now;
+	int			i;
+
+	for (i = 0; i < nslots; i++)
+	{
+		BulkheadSlot *slot = bulkhead_slot_at(i);
+
+		if (new_parent[i] == slot->parent)
+			continue;
+		locks[nlocks++] = bulkhead_budget_root(slot)->own_lock;
+		locks[nlocks++] = bulkhead_slot_at(new_root(new_parent, i))->own_lock;
+	}
+	if (nlocks == 0)
+	{
+		pfree(locks);
+		return false;
+	}
+	qsort(locks, nlocks, sizeof(LWLock *), compare_locks);
+	for (i = 0; i < nlocks; i++)
+		if (i == 0 || locks[i] != locks[i - 1])
+			locks[held++] = locks[i];
+	/* may throw (too many LWLocks) before anything changed: tried again */
+	for (i = 0; i < held; i++)
+		LWLockAcquire(locks[i], LW_EXCLUSIVE);
+
+	now = GetCurrentTimestamp();
+	for (i = 0; i < nslots; i++)
+		if (new_parent[i] != bulkhead_slot_at(i)->parent)
+			detach(bulkhead_slot_at(i), now);
+	for (i = 0; i < nslots; i++)
+		if (new_parent[i] >= 0 && bulkhead_slot_at(i)->parent < 0)
+			attach(bulkhead_slot_at(i), bulkhead_slot_at(new_parent[i]), now);
+	for (i = 0; i < nslots; i++)
+	{
+		BulkheadSlot *slot = bulkhead_slot_at(i);
+		LWLock	   *lock = bulkhead_budget_root(slot)->own_lock;
+
+		/* a slot whose lock changes is in a tree changed: both are held */
+		if (slot->lock != lock)
+			slot->lock = lock;
+	}
+
+	for (i = held - 1; i >= 0; i--)
+		LWLockRelease(locks[i]);
+	pfree(locks);
+	return true;
+}

@@ -1,0 +1,73 @@
+/*-------------------------------------------------------------------------
+ *
+ * budget.h
+ *	  Shared budgets: trees of workloads, the counts of every level, the
+ *	  order of grants between children, and re-parenting (budget.c).
+ *
+ * budget.c writes the tree fields of the slots (shmem.h has the table) and
+ * the running counts of budgets; slot.c, the owner of the entries, calls it
+ * whenever a leaf's counts change, and asks it which leaf's head waiter to
+ * serve.  Every function expects the caller to hold the tree's lock (the
+ * lock in force of any of its slots) exclusively, except
+ * bulkhead_budget_restructure, which takes the locks itself; none throws
+ * while it holds a lock.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BULKHEAD_BUDGET_H
+#define BULKHEAD_BUDGET_H
+
+#include "shmem.h"
+
+/* How deep a tree may be: a root and three levels under it */
+#define BULKHEAD_MAX_DEPTH		4
+
+static inline BulkheadSlot *
+bulkhead_slot_at(int slotno)
+{
+	return &bulkhead_shared->slots[slotno];
+}
+
+static inline int
+bulkhead_slot_index(const BulkheadSlot *slot)
+{
+	return (int) (slot - bulkhead_shared->slots);
+}
+
+/* Is slot in a tree of budgets (it has a parent or children)? */
+static inline bool
+bulkhead_in_tree(const BulkheadSlot *slot)
+{
+	return slot->parent >= 0 || slot->first_child >= 0;
+}
+
+/* Permits a child holds now beyond its reservation (0 for a root) */
+static inline int
+bulkhead_budget_borrowed(const BulkheadSlot *slot)
+{
+	if (slot->parent < 0 || slot->running <= slot->config.reserved)
+		return 0;
+	return slot->running - slot->config.reserved;
+}
+
+extern BulkheadSlot *bulkhead_budget_root(BulkheadSlot *slot);
+extern bool bulkhead_budget_path_free(BulkheadSlot *slot);
+extern void bulkhead_budget_adjust(BulkheadSlot *slot, int drunning,
+								   int dqueued, TimestampTz now);
+extern int	bulkhead_budget_pick(BulkheadSlot *slot, TimestampTz now);
+extern int	bulkhead_budget_blocker(BulkheadSlot *slot);
+extern int	bulkhead_budget_blockers(BulkheadSlot *slot, int *pids, int *procnos);
+extern void bulkhead_budget_reconfigure(BulkheadSlot *slot,
+										const BulkheadConfig *old,
+										TimestampTz now);
+extern void bulkhead_budget_detach_empty(BulkheadSlot *slot);
+
+/* Every permit entry held in the subtree of top (top's own too) */
+typedef void (*BulkheadHolderFn) (BulkheadEntry *entry, void *arg);
+extern void bulkhead_budget_foreach_holder(BulkheadSlot *top,
+										   BulkheadHolderFn fn, void *arg);
+
+/* The worker's load: make the trees those of new_parent[] (slot indexes) */
+extern bool bulkhead_budget_restructure(const int *new_parent);
+
+#endif							/* BULKHEAD_BUDGET_H */
