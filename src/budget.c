@@ -19,8 +19,9 @@
  * changes every level of the path before releasing it.  So there is no
  * instant at which a level was granted past its limit, whatever the
  * interleaving; and there is no order of locks between levels to keep.
- * Re-parenting (the worker) takes the locks of every tree it changes at
- * once, in address order, so a subtree moves between trees in one step.
+ * Re-parenting (the worker) first moves every tree it changes onto one
+ * lock it holds throughout (shmem.h), so a subtree moves between trees in
+ * one step, holding at most three LWLocks however many trees change.
  *
  * Serving.  After every change under the lock, slot.c serves the tree: it
  * asks bulkhead_budget_pick() for the leaf whose head waiter gets the next
@@ -444,6 +445,17 @@ attach(BulkheadSlot *slot, BulkheadSlot *parent, TimestampTz now)
 	bool		found = false;
 	double		least = 0;
 
+	/*
+	 * Outside any tree only queued is kept (slot.c): a slot entering one,
+	 * as the child or as the parent, has only its own waiters in its
+	 * subtree.  (A budget's own waiters, queued before it got its first
+	 * child, are served first by pick().)
+	 */
+	if (!bulkhead_in_tree(slot))
+		slot->sub_queued = slot->queued;
+	if (!bulkhead_in_tree(parent))
+		parent->sub_queued = parent->queued;
+
 	/* its service starts at the least of its new siblings' (no credit) */
 	for (c = parent->first_child; c >= 0; c = bulkhead_slot_at(c)->next_sibling)
 	{
@@ -473,55 +485,73 @@ new_root(const int *new_parent, int slotno)
 	return slotno;
 }
 
-static int
-compare_locks(const void *a, const void *b)
+/*
+ * Make lock the lock in force of every slot of top's subtree; the caller
+ * holds it, and the one in force before (so no backend holds either).
+ */
+static void
+set_tree_lock(BulkheadSlot *top, LWLock *lock)
 {
-	uintptr_t	x = (uintptr_t) *(LWLock *const *) a;
-	uintptr_t	y = (uintptr_t) *(LWLock *const *) b;
+	int			c;
 
-	return x < y ? -1 : x > y ? 1 : 0;
+	top->lock = lock;
+	for (c = top->first_child; c >= 0; c = bulkhead_slot_at(c)->next_sibling)
+		set_tree_lock(bulkhead_slot_at(c), lock);
 }
 
 /*
  * The worker's load (dir_lock held exclusively): make every in-use slot's
  * parent new_parent[slot] (-1: a root), which loader.c checked (no cycle,
- * depth at most BULKHEAD_MAX_DEPTH, free slots -1).  The locks of every
- * tree changed, old and new, are taken first, in address order; the
- * subtrees move, the counts of every level follow, and each slot gets the
- * lock of its new root, all before any lock is released.  Returns whether
- * anything changed (the caller then serves every tree).
+ * depth at most BULKHEAD_MAX_DEPTH, free slots -1).  Every tree changed,
+ * old and new, is first moved onto the transit lock, which is held from
+ * start to end: one tree at a time, holding its lock while its slots'
+ * lock in force changes (a backend waiting for the old lock finds the
+ * transit lock in force when it gets it, and waits for that).  Then the
+ * subtrees move and the counts of every level follow, under that one lock;
+ * last, each tree's slots get the own lock of its root, again one tree at
+ * a time.  To backends the whole change is one step, and the worker holds
+ * at most three LWLocks, however many trees change.  Returns whether
+ * anything changed (the caller then serves every tree).  Never throws.
  */
 bool
 bulkhead_budget_restructure(const int *new_parent)
 {
 	int			nslots = bulkhead_shared->nslots;
-	LWLock	  **locks = palloc(sizeof(LWLock *) * 2 * nslots);
-	int			nlocks = 0;
-	int			held = 0;
+	LWLock	   *transit = bulkhead_shared->transit_lock;
+	bool		changed = false;
 	TimestampTz now;
 	int			i;
 
 	for (i = 0; i < nslots; i++)
+		if (new_parent[i] != bulkhead_slot_at(i)->parent)
+			changed = true;
+	if (!changed)
+		return false;
+
+	LWLockAcquire(transit, LW_EXCLUSIVE);
+	for (i = 0; i < nslots; i++)
 	{
 		BulkheadSlot *slot = bulkhead_slot_at(i);
+		BulkheadSlot *roots[2];
+		int			k;
 
 		if (new_parent[i] == slot->parent)
 			continue;
-		locks[nlocks++] = bulkhead_budget_root(slot)->own_lock;
-		locks[nlocks++] = bulkhead_slot_at(new_root(new_parent, i))->own_lock;
+		/* the tree it leaves, and the one it joins (as they are now) */
+		roots[0] = bulkhead_budget_root(slot);
+		roots[1] = bulkhead_budget_root(bulkhead_slot_at(new_root(new_parent, i)));
+		for (k = 0; k < 2; k++)
+		{
+			LWLock	   *lock = roots[k]->own_lock;
+
+			/* a root's lock in force is its own, or transit once moved */
+			if (roots[k]->lock == transit)
+				continue;
+			LWLockAcquire(lock, LW_EXCLUSIVE);
+			set_tree_lock(roots[k], transit);
+			LWLockRelease(lock);
+		}
 	}
-	if (nlocks == 0)
-	{
-		pfree(locks);
-		return false;
-	}
-	qsort(locks, nlocks, sizeof(LWLock *), compare_locks);
-	for (i = 0; i < nlocks; i++)
-		if (i == 0 || locks[i] != locks[i - 1])
-			locks[held++] = locks[i];
-	/* may throw (too many LWLocks) before anything changed: tried again */
-	for (i = 0; i < held; i++)
-		LWLockAcquire(locks[i], LW_EXCLUSIVE);
 
 	now = GetCurrentTimestamp();
 	for (i = 0; i < nslots; i++)
@@ -530,18 +560,19 @@ bulkhead_budget_restructure(const int *new_parent)
 	for (i = 0; i < nslots; i++)
 		if (new_parent[i] >= 0 && bulkhead_slot_at(i)->parent < 0)
 			attach(bulkhead_slot_at(i), bulkhead_slot_at(new_parent[i]), now);
+
+	/* every tree on the transit lock gets its root's own lock */
 	for (i = 0; i < nslots; i++)
 	{
-		BulkheadSlot *slot = bulkhead_slot_at(i);
-		LWLock	   *lock = bulkhead_budget_root(slot)->own_lock;
+		BulkheadSlot *root;
 
-		/* a slot whose lock changes is in a tree changed: both are held */
-		if (slot->lock != lock)
-			slot->lock = lock;
+		if (bulkhead_slot_at(i)->lock != transit)
+			continue;
+		root = bulkhead_budget_root(bulkhead_slot_at(i));
+		LWLockAcquire(root->own_lock, LW_EXCLUSIVE);
+		set_tree_lock(root, root->own_lock);
+		LWLockRelease(root->own_lock);
 	}
-
-	for (i = held - 1; i >= 0; i--)
-		LWLockRelease(locks[i]);
-	pfree(locks);
+	LWLockRelease(transit);
 	return true;
 }

@@ -98,8 +98,11 @@ void
 bulkhead_shmem_request(void)
 {
 	RequestAddinShmemSpace(bulkhead_shmem_size());
-	/* one lock per workload slot, plus the directory lock */
-	RequestNamedLWLockTranche("bulkhead", bulkhead_max_workloads + 1);
+	/*
+	 * one lock per workload slot, plus the directory lock and the lock the
+	 * worker moves trees of budgets under (budget.c)
+	 */
+	RequestNamedLWLockTranche("bulkhead", bulkhead_max_workloads + 2);
 }
 
 /*
@@ -125,6 +128,7 @@ bulkhead_shmem_startup(void)
 		memset(shared, 0, sizeof(BulkheadShared));
 		locks = GetNamedLWLockTranche("bulkhead");
 		shared->dir_lock = &locks[bulkhead_max_workloads].lock;
+		shared->transit_lock = &locks[bulkhead_max_workloads + 1].lock;
 		shared->nslots = bulkhead_max_workloads;
 		shared->permits_per_backend = bulkhead_max_permits_per_backend;
 		shared->nbackends = bulkhead_backend_count();

@@ -50,9 +50,13 @@
  *   independent, and a workload outside any tree costs what it did.
  * - slot->lock changes only when the tree changes (the worker re-parents, or
  *   frees a slot that was in a tree).  The worker then holds both the old
- *   and the new lock (and every other lock in force of the trees it
- *   changes, all taken in address order: it is the only process that holds
- *   two slot locks, so no order with a backend's can deadlock).  Everyone
+ *   and the new lock: it moves every slot of the trees it changes, one old
+ *   tree at a time, onto shared->transit_lock, which it holds throughout;
+ *   re-parents under that one lock; and moves each slot onto the own lock
+ *   of its new root, one new tree at a time.  So it never holds more than
+ *   dir_lock and two other locks, however many trees change (a process may
+ *   hold at most 200 LWLocks), and it is the only process that holds two
+ *   slot locks, so no order with a backend's can deadlock.  Everyone
  *   takes a slot's lock with bulkhead_slot_lock(), which reads slot->lock,
  *   takes it and checks that it is still the one in force (else it retries):
  *   holding the lock in force, slot->lock cannot change, so releasing
@@ -214,6 +218,9 @@ StaticAssertDecl(sizeof(BulkheadEntry) == 32, "a permit entry should stay at 32 
 typedef struct BulkheadShared
 {
 	LWLock	   *dir_lock;
+	LWLock	   *transit_lock;	/* the lock in force of the slots of the
+								 * trees the worker is re-parenting, held by
+								 * it throughout (budget.c) */
 	int			nslots;			/* bulkhead.max_workloads */
 	int			permits_per_backend;	/* bulkhead.max_permits_per_backend */
 	int			nbackends;		/* PGPROCs covered by entries */

@@ -162,6 +162,19 @@ slot_drained(BulkheadSlot *slot)
 		(bulkhead_shared->rows_pending || bulkhead_in_tree(slot));
 }
 
+/*
+ * Has anyone a permit freed in slot could go to?  Outside a tree, its own
+ * waiters; in a tree of budgets, any waiter of the tree (a permit released
+ * in one leaf may be the one a sibling's waiter waits for).
+ */
+static bool
+waiters_to_serve(BulkheadSlot *slot)
+{
+	if (bulkhead_in_tree(slot))
+		return bulkhead_budget_root(slot)->sub_queued > 0;
+	return !entry_list_is_empty(&slot->waiters);
+}
+
 /* entry, free, starts holding or waiting */
 static void
 link_entry(BulkheadSlot *slot, int slotno, BulkheadEntry *entry,
@@ -315,7 +328,7 @@ bulkhead_slot_release(BulkheadSlot *slot, BulkheadEntry *entry,
 	slot->stats.released++;
 	bulkhead_stats_add_hold(&slot->stats, now > entry->since ? now - entry->since : 0);
 	unlink_entry(slot, entry);
-	if (!entry_list_is_empty(&slot->waiters))
+	if (waiters_to_serve(slot))
 		bulkhead_slot_serve(slot, wakeups);
 	return slot_drained(slot);
 }
@@ -331,7 +344,7 @@ bulkhead_slot_cancel_wait(BulkheadSlot *slot, BulkheadEntry *entry,
 {
 	slot->stats.cancelled++;
 	unlink_entry(slot, entry);
-	if (!entry_list_is_empty(&slot->waiters))
+	if (waiters_to_serve(slot))
 		bulkhead_slot_serve(slot, wakeups);
 	return slot_drained(slot);
 }
@@ -355,7 +368,7 @@ bulkhead_slot_end_wait_deadlocked(BulkheadSlot *slot, BulkheadEntry *entry,
 		return false;
 	slot->stats.deadlocks++;
 	unlink_entry(slot, entry);
-	if (!entry_list_is_empty(&slot->waiters))
+	if (waiters_to_serve(slot))
 		bulkhead_slot_serve(slot, wakeups);
 	*drained = slot_drained(slot);
 	return true;
