@@ -13,9 +13,14 @@
 #   budget          both, one budget "shop" (max_running C): checkout
 #                   reserved R (most of C), weight 300; reports reserved
 #                   0, weight 100; each may run up to C
-#   light           both, the same budget with checkout reserved 1 only
+#   weights         both, the same budget without reservations (weights
+#                   300 and 100 only)
 #   checkout alone  the budget, reports idle
-#   reports, checkout idle: with the budget, and with the light budget
+#   beside one      the budget, and one ungated reports client: what one
+#                   report at a time costs checkout whatever the gate
+#                   (its snapshot holds back pruning of the rows checkout
+#                   updates, and it takes CPU)
+#   reports, checkout idle: with the budget, and with weights only
 #   reports whole   reports alone under a fixed limit of C (the whole
 #                   budget to themselves)
 # where R = ceil(3C/4), at most C - 1.  Each figure is the median of the
@@ -41,7 +46,8 @@ SWEEP_SECS=6
 # 55 ms: 128 of them through one permit would take 7 s a series)
 REPORTS_QUICK_XACTS=$BENCH_QUICK_XACTS
 if bench_quick; then SWEEP=(2 4); SWEEP_SECS=1; REPORTS_CLIENTS=16; REPORTS_QUICK_XACTS=32; fi
-ALL_SERIES=(ungated siloed budget light checkout_alone reports_idle_budget reports_idle_light reports_whole)
+ALL_SERIES=(ungated siloed budget weights checkout_alone checkout_beside_one
+            reports_idle_budget reports_idle_weights reports_whole)
 read -r -a SERIES <<<"${BUDGETS_SERIES:-${ALL_SERIES[*]}}"
 for s in "${SERIES[@]}"; do
     printf '%s\n' "${ALL_SERIES[@]}" | grep -qxF "$s" || bh_die "unknown series $s (${ALL_SERIES[*]})"
@@ -125,10 +131,11 @@ configure() {
         siloed)
             gate checkout on; gate reports on
             shape checkout "" "$R" 0 100; shape reports "" "$((C - R))" 0 100 ;;
-        checkout_alone|budget|reports_idle_budget|light|reports_idle_light)
-            gate checkout on; gate reports on
+        checkout_alone|checkout_beside_one|budget|reports_idle_budget|weights|reports_idle_weights)
+            gate checkout on
+            if [ "$1" = checkout_beside_one ]; then gate reports off; else gate reports on; fi
             local rc=$R
-            case $1 in light|reports_idle_light) rc=1 ;; esac
+            case $1 in weights|reports_idle_weights) rc=0 ;; esac
             shape checkout "" "$C" 0 300; shape reports "" "$C" 0 100
             shape shop "" "$C" 0 100
             shape checkout shop "$C" "$rc" 300; shape reports shop "$C" 0 100 ;;
@@ -146,6 +153,8 @@ configure() {
 # with "-" for the one that did not run
 run() {
     local series=$1 secs=${2:-$SECS} co=1 rp=1 out_co out_rp pid_co="" pid_rp=""
+    local rclients=$REPORTS_CLIENTS
+    [ "$series" != checkout_beside_one ] || rclients=1
     case $series in
         checkout_alone|sweep/*) rp=0 ;;
         reports_*) co=0 ;;
@@ -161,7 +170,7 @@ run() {
     fi
     if [ $rp = 1 ]; then
         BENCH_QUICK_XACTS=$REPORTS_QUICK_XACTS \
-            bench_pgbench -M simple -U reports -c "$REPORTS_CLIENTS" -j 2 -T "$secs" -f "$reports_file" >"$out_rp" &
+            bench_pgbench -M simple -U reports -c "$rclients" -j "$((rclients < 2 ? 1 : 2))" -T "$secs" -f "$reports_file" >"$out_rp" &
         pid_rp=$!
     else
         echo "- - -" >"$out_rp"
@@ -218,10 +227,11 @@ describe() {
         ungated) echo "ungated (no bulkhead.workload)" ;;
         siloed) echo "siloed: checkout limit $R, reports limit $((C - R))" ;;
         budget) echo "budget shop $C: checkout reserved $R weight 300, reports reserved 0 weight 100" ;;
-        light) echo "light budget shop $C: checkout reserved 1 weight 300, reports reserved 0 weight 100" ;;
+        weights) echo "budget shop $C, weights only: checkout reserved 0 weight 300, reports reserved 0 weight 100" ;;
         checkout_alone) echo "checkout alone, budget (reports idle)" ;;
+        checkout_beside_one) echo "checkout, budget, beside one ungated reports client" ;;
         reports_idle_budget) echo "reports alone, budget (checkout idle)" ;;
-        reports_idle_light) echo "reports alone, light budget (checkout idle)" ;;
+        reports_idle_weights) echo "reports alone, weights only (checkout idle)" ;;
         reports_whole) echo "reports alone, limit $C (the whole budget)" ;;
     esac
 }
@@ -250,18 +260,26 @@ if has budget && has checkout_alone; then
     bench_at_least 1.25 "$r" && met=0 || met=1
     bench_target "with the budget, checkout's p99 ≤ 1.25× checkout alone (${CO_P99[budget]} ms against ${CO_P99[checkout_alone]} ms, ${r}×)" "$met"
 fi
-if has light && has checkout_alone; then
-    r=$(bench_ratio "${CO_P99[light]}" "${CO_P99[checkout_alone]}")
-    echo "- light budget: checkout's p99 ${r}× checkout alone's (${CO_P99[light]} ms against ${CO_P99[checkout_alone]} ms)"
+if has checkout_beside_one && has checkout_alone; then
+    r=$(bench_ratio "${CO_P99[checkout_beside_one]}" "${CO_P99[checkout_alone]}")
+    echo "- beside one ungated report at a time, checkout's p99 is ${r}× alone's (${CO_P99[checkout_beside_one]} ms against ${CO_P99[checkout_alone]} ms): the cost of running reports at all, whatever the gate"
+fi
+if has budget && has siloed; then
+    r=$(bench_ratio "${CO_P99[budget]}" "${CO_P99[siloed]}")
+    echo "- with the budget, checkout's p99 is ${r}× the siloed setup's (${CO_P99[budget]} ms against ${CO_P99[siloed]} ms)"
+fi
+if has weights && has checkout_alone; then
+    r=$(bench_ratio "${CO_P99[weights]}" "${CO_P99[checkout_alone]}")
+    echo "- weights only: checkout's p99 ${r}× checkout alone's (${CO_P99[weights]} ms against ${CO_P99[checkout_alone]} ms)"
 fi
 if has reports_idle_budget && has reports_whole; then
     r=$(bench_ratio "${RP_TPS[reports_idle_budget]}" "${RP_TPS[reports_whole]}")
     bench_at_least "$r" 0.9 && met=0 || met=1
     bench_target "with checkout idle, reports under the budget ≥ 0.9× reports with the whole budget to themselves (${RP_TPS[reports_idle_budget]} TPS against ${RP_TPS[reports_whole]}, ${r}×; checkout's reservation of $R is not lent: reports may hold $((C - R)) of $C)" "$met"
 fi
-if has reports_idle_light && has reports_whole; then
-    r=$(bench_ratio "${RP_TPS[reports_idle_light]}" "${RP_TPS[reports_whole]}")
-    echo "- light budget, checkout idle: reports ${r}× their throughput with the whole budget (${RP_TPS[reports_idle_light]} TPS against ${RP_TPS[reports_whole]}; they may hold $((C - 1)) of $C)"
+if has reports_idle_weights && has reports_whole; then
+    r=$(bench_ratio "${RP_TPS[reports_idle_weights]}" "${RP_TPS[reports_whole]}")
+    echo "- weights only, checkout idle: reports ${r}× their throughput with the whole budget (${RP_TPS[reports_idle_weights]} TPS against ${RP_TPS[reports_whole]}; they may hold all $C)"
 fi
 if has budget && has siloed; then
     r=$(bench_ratio "${total[budget]}" "${total[siloed]}")
