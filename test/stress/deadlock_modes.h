@@ -20,4 +20,8 @@ extern int	deadlock_stress_main(const char *mode, int clients, int seconds,
 /* Run the guards mode (guard_modes.c); returns the exit status of the tool */
 extern int	guard_stress_main(int clients, int seconds, const char *conninfo);
 
+/* Run the budgets mode (budget_modes.c); seed 0 takes one from the clock */
+extern int	budget_stress_main(int clients, int seconds, const char *conninfo,
+							   uint64_t seed);
+
 #endif							/* DEADLOCK_MODES_H */

@@ -25,6 +25,14 @@
 # transaction and automatic permits with SET LOCAL, plain SET and savepoints,
 # and check the four guarded settings after every step against the rules.
 #
+# Then the budgets mode (test/stress/budget_modes.c), short: BUDGET_CLIENTS
+# clients (default 64) for BUDGET_SECONDS seconds (default 20) acquire and
+# release permits of the leaves of two trees of shared budgets (session,
+# transaction, try_, automatic; cancels and terminations) while a changer
+# moves leaves between budgets and changes reservations, weights and
+# limits every 200-500 ms, and a monitor checks each tree's bounds in
+# bulkhead_stats by the epoch rule (see budget_modes.c).
+#
 # Longer runs: bash test/stress/run.sh 128 600
 # Extra options for the tool (seed, rates; see bulkhead_stress -h):
 #   STRESS_OPTS="-s 42 -C 5" bash test/stress/run.sh
@@ -32,6 +40,8 @@
 #   STRESS_MODES=nocycle DEADLOCK_CLIENTS=64 DEADLOCK_SECONDS=600 bash test/stress/run.sh
 # or a long guards run:
 #   STRESS_MODES=guards GUARD_CLIENTS=64 GUARD_SECONDS=600 bash test/stress/run.sh
+# or a long budgets run (10 minutes, 64 clients):
+#   STRESS_MODES=budgets BUDGET_SECONDS=600 bash test/stress/run.sh
 # The server runs on both CPUs (races need them); STRESS_PIN=1 pins it to
 # CPU 0 as the benchmarks do.  STRESS_CONF adds a server setting, e.g.
 # STRESS_CONF="log_min_messages = debug1" logs each decision of the worker
@@ -54,16 +64,20 @@ if [ "$CLIENTS" -lt 1 ] || [ "$SECONDS_" -lt 1 ]; then
     bh_die "CLIENTS and SECONDS must be at least 1"
 fi
 
-MODES=${STRESS_MODES:-main nocycle cycle guards}
+MODES=${STRESS_MODES:-main nocycle cycle guards budgets}
 DL_CLIENTS=${DEADLOCK_CLIENTS:-32}
 DL_SECONDS=${DEADLOCK_SECONDS:-20}
 case $DL_CLIENTS$DL_SECONDS in *[!0-9]*|'') bh_die "DEADLOCK_CLIENTS and DEADLOCK_SECONDS must be numbers" ;; esac
 GD_CLIENTS=${GUARD_CLIENTS:-32}
 GD_SECONDS=${GUARD_SECONDS:-15}
 case $GD_CLIENTS$GD_SECONDS in *[!0-9]*|'') bh_die "GUARD_CLIENTS and GUARD_SECONDS must be numbers" ;; esac
+BG_CLIENTS=${BUDGET_CLIENTS:-64}
+BG_SECONDS=${BUDGET_SECONDS:-20}
+case $BG_CLIENTS$BG_SECONDS in *[!0-9]*|'') bh_die "BUDGET_CLIENTS and BUDGET_SECONDS must be numbers" ;; esac
 CONNS=$CLIENTS
 [ "$DL_CLIENTS" -le "$CONNS" ] || CONNS=$DL_CLIENTS
 [ "$GD_CLIENTS" -le "$CONNS" ] || CONNS=$GD_CLIENTS
+[ "$BG_CLIENTS" -le "$CONNS" ] || CONNS=$BG_CLIENTS
 CONNS=$((CONNS * 3 / 2 + 20))    # cycle mode: a watcher per pair of clients
 
 bh_require_root
@@ -135,7 +149,14 @@ for mode in $MODES; do
                 "$WORK/src/test/stress/bulkhead_stress" -D guards -c "$GD_CLIENTS" \
                 -t "$GD_SECONDS" -d "$CONNINFO" || status=$?
             ;;
-        *) bh_die "unknown stress mode $mode (main, nocycle, cycle, guards)" ;;
+        budgets)
+            bh_say "running bulkhead_stress -D budgets: $BG_CLIENTS clients, $BG_SECONDS s"
+            # shellcheck disable=SC2086  # BUDGET_OPTS holds options (-s seed)
+            timeout --signal=INT --kill-after=30 $((BG_SECONDS + 120)) \
+                "$WORK/src/test/stress/bulkhead_stress" -D budgets -c "$BG_CLIENTS" \
+                -t "$BG_SECONDS" -d "$CONNINFO" ${BUDGET_OPTS:-} || status=$?
+            ;;
+        *) bh_die "unknown stress mode $mode (main, nocycle, cycle, guards, budgets)" ;;
     esac
 done
 
