@@ -189,8 +189,6 @@ propagate(BulkheadSlot *slot, int drunning, int dsub, bool grant,
 			slot->granted_at = now;
 		if (slot->running > slot->stats.peak_running)
 			slot->stats.peak_running = slot->running;
-		if (slot->first_child >= 0 && slot->sub_queued > slot->stats.peak_queued)
-			slot->stats.peak_queued = slot->sub_queued;
 	}
 }
 

@@ -169,8 +169,12 @@ bulkhead_stats(PG_FUNCTION_ARGS)
 		values[c++] = Int32GetDatum(copy->config.max_running);
 		values[c++] = Int32GetDatum(copy->config.max_queued);
 		values[c++] = Int32GetDatum(copy->running);
-		/* a budget's callers wait at its leaves: the subtree's */
-		values[c++] = Int32GetDatum(copy->first_child >= 0 ? copy->sub_queued : copy->queued);
+		/*
+		 * Its own waiters: a budget's callers wait at its leaves (a budget
+		 * has some of its own only if they queued before it became one), so
+		 * running + queued <= limit + max_queued holds at every level
+		 */
+		values[c++] = Int32GetDatum(copy->queued);
 		values[c++] = Int64GetDatum((int64) st->acquired);
 		values[c++] = Int64GetDatum((int64) st->rejected_full);
 		values[c++] = Int64GetDatum((int64) st->timed_out);

@@ -35,8 +35,10 @@
  * read under one lock, so they are one state of that tree; the checks are
  * per tree, on that state:
  *
- * - sums: a budget's running and queued are those of its children added
- *   up; borrowed = max(0, running - reserved) (0 for a root);
+ * - sums: a budget's running is its children's added up, and its queued
+ *   is 0 (callers wait at the leaves: a budget shows its own waiters only,
+ *   and no budget here ever was a leaf with waiters); borrowed =
+ *   max(0, running - reserved) (0 for a root);
  *   current_limit = max_running (no workload here is adaptive);
  * - (a) running <= current_limit, at every level;
  * - (b) no reservation lent: for each budget P, sum over its children c of
@@ -1394,10 +1396,10 @@ check_sample(const Row *rows)
 				if (wtree[c] != wtree[w])
 					tool_error("monitor: %s moved to another tree (under %s)", wname[c], wname[w]);
 			}
-		if (kids > 0 && (r->running != sum_run || r->queued != sum_q))
+		if (kids > 0 && (r->running != sum_run || r->queued != 0))
 		{
 			tree_text(rows, wtree[w], text, sizeof(text));
-			violation(V_SUMS, "budget %s: running %d, queued %d; its children add up to %d, %d; tree: %s",
+			violation(V_SUMS, "budget %s: running %d, queued %d; its children add up to %d (and %d queued), a budget queues none itself; tree: %s",
 					  wname[w], r->running, r->queued, sum_run, sum_q, text);
 		}
 		want_borrowed = r->parent >= 0 && r->running > r->reserved ? r->running - r->reserved : 0;
