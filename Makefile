@@ -25,6 +25,7 @@ OBJS = \
 	src/functions.o \
 	src/views.o \
 	src/rules.o \
+	src/follow.o \
 	src/gate.o \
 	src/treecheck.o \
 	src/catalog.o \

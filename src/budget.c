@@ -196,16 +196,28 @@ propagate(BulkheadSlot *slot, int drunning, int dsub, bool grant,
  * A leaf of a tree (or a budget, for its own entries) changes: drunning
  * permits more or fewer, dqueued waiters more or fewer.  A waiter granted
  * is (+1, -1).  Every level of the path is changed here, under the tree's
- * lock.
+ * lock.  With count (a grant, or a holder leaving: not a move), the budgets
+ * above count it in their acquired or released (the leaf counts its own:
+ * slot.c).
  */
 void
 bulkhead_budget_adjust(BulkheadSlot *slot, int drunning, int dqueued,
-					   TimestampTz now)
+					   bool count, TimestampTz now)
 {
+	BulkheadSlot *budget;
+
 	slot->queued += dqueued;
 	if (slot->queued > slot->stats.peak_queued)
 		slot->stats.peak_queued = slot->queued;
 	propagate(slot, drunning, dqueued, drunning > 0, now);
+	for (budget = parent_of(slot); count && drunning != 0 && budget != NULL;
+		 budget = parent_of(budget))
+	{
+		if (drunning > 0)
+			budget->stats.acquired++;
+		else
+			budget->stats.released++;
+	}
 }
 
 /* The candidate a budget's children offer, compared by the grant order */
@@ -335,6 +347,8 @@ detach(BulkheadSlot *slot, TimestampTz now)
 	slot->next_sibling = -1;
 	slot->parent = -1;
 	propagate(parent, -slot->running, -slot->sub_queued, false, now);
+	slot->in_tree = slot->first_child >= 0;
+	parent->in_tree = parent->parent >= 0 || parent->first_child >= 0;
 }
 
 /* Make slot a child of parent, its counts added to every level above */
@@ -371,6 +385,7 @@ attach(BulkheadSlot *slot, BulkheadSlot *parent, TimestampTz now)
 	slot->parent = (int16) bulkhead_slot_index(parent);
 	slot->next_sibling = parent->first_child;
 	parent->first_child = (int16) bulkhead_slot_index(slot);
+	slot->in_tree = parent->in_tree = true;
 	parent->reserved_sum += slot->config.reserved;
 	parent->shared_used += bulkhead_budget_borrowed(slot);
 	propagate(parent, slot->running, slot->sub_queued, false, now);

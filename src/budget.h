@@ -38,7 +38,7 @@ bulkhead_slot_index(const BulkheadSlot *slot)
 static inline bool
 bulkhead_in_tree(const BulkheadSlot *slot)
 {
-	return slot->parent >= 0 || slot->first_child >= 0;
+	return slot->in_tree;
 }
 
 /* Permits a child holds now beyond its reservation (0 for a root) */
@@ -75,7 +75,7 @@ bulkhead_budget_under_limit(const BulkheadSlot *slot)
 extern BulkheadSlot *bulkhead_budget_root(BulkheadSlot *slot);
 extern bool bulkhead_budget_path_free(BulkheadSlot *slot);
 extern void bulkhead_budget_adjust(BulkheadSlot *slot, int drunning,
-								   int dqueued, TimestampTz now);
+								   int dqueued, bool count, TimestampTz now);
 extern int	bulkhead_budget_pick(BulkheadSlot *slot, TimestampTz now);
 extern void bulkhead_budget_reconfigure(BulkheadSlot *slot,
 										const BulkheadConfig *old,

@@ -29,6 +29,7 @@
  *-------------------------------------------------------------------------
  */
 #include "gate.h"
+#include "follow.h"
 #include "local.h"
 #include "permit.h"
 #include "rules.h"

@@ -34,7 +34,6 @@
 #include "storage/proc.h"
 #include "tcop/pquery.h"
 #include "utils/memutils.h"
-#include "utils/timeout.h"
 #include "utils/portal.h"
 
 BulkheadLocalPermit *bulkhead_local = NULL;
@@ -112,31 +111,6 @@ bulkhead_local_record_grant(int li, const BulkheadSlot *slot, int slotno,
 }
 
 /*
- * Take the lock of the slot that entry (this backend's) is linked into now:
- * the worker may move a holder to another workload (holds.c) while we wait
- * for the lock, so the field is read again once it is held.  Returns the
- * slot, its lock held exclusively, and its index in *slotno.
- */
-static BulkheadSlot *
-lock_entry_slot(BulkheadEntry *entry, int *slotno)
-{
-	for (;;)
-	{
-		int			w = *((volatile int16 *) &entry->workload);
-		BulkheadSlot *slot = &bulkhead_shared->slots[w];
-
-		Assert(w >= 0);
-		bulkhead_slot_lock(slot, LW_EXCLUSIVE);
-		if (entry->workload == w)
-		{
-			*slotno = w;
-			return slot;
-		}
-		LWLockRelease(slot->lock);
-	}
-}
-
-/*
  * Return a permit this backend holds (local index li): the entry leaves
  * the holders and the next waiter, if any, is served.  Never throws.
  */
@@ -153,7 +127,7 @@ bulkhead_release_entry(int li)
 
 	Assert(permit->held);
 	/* its workload, or the one the worker moved it to */
-	slot = lock_entry_slot(entry, &slotno);
+	slot = bulkhead_lock_entry_slot(entry, &slotno);
 	drained = bulkhead_slot_release(slot, entry, now, &wakeups);
 	LWLockRelease(slot->lock);
 	bulkhead_wake(&wakeups);
@@ -182,7 +156,7 @@ bulkhead_wait_cleanup(void)
 		return;
 	entry = bulkhead_my_entry(my_wait_index);
 	/* a grant just made may have been moved already */
-	slot = lock_entry_slot(entry, &slotno);
+	slot = bulkhead_lock_entry_slot(entry, &slotno);
 	drained = bulkhead_slot_cancel_wait(slot, entry, &wakeups);
 	LWLockRelease(slot->lock);
 	bulkhead_wake(&wakeups);
@@ -214,7 +188,7 @@ bulkhead_end_wait_deadlocked(uint64 holders_stamp)
 	if (my_wait_index < 0)
 		return false;
 	entry = bulkhead_my_entry(my_wait_index);
-	slot = lock_entry_slot(entry, &slotno);
+	slot = bulkhead_lock_entry_slot(entry, &slotno);
 	ended = bulkhead_slot_end_wait_deadlocked(slot, entry, holders_stamp,
 											  &wakeups, &drained);
 	LWLockRelease(slot->lock);
@@ -229,92 +203,6 @@ bulkhead_end_wait_deadlocked(uint64 holders_stamp)
 	if (drained)
 		bulkhead_request_reload();
 	return ended;
-}
-
-/*
- * At the start of a statement: did the worker move one of our permits to
- * another workload (runaway holders, holds.c)?  Then it follows its new
- * workload: the guards become move_to's, from this statement on (applied
- * as at a grant; then a session permit's are worked out again as after a
- * release, so that the old workload's stricter guard no longer holds the
- * setting down; a transaction or automatic permit's guard can only lower
- * the setting until the transaction ends).  The look without a lock costs
- * a compare per held permit; the lock is taken only for a permit that
- * moved.
- *
- * Called from the ExecutorStart and ProcessUtility hooks, which also run
- * for the queries nested in a statement (a function's, a DO block's): a
- * move is followed once per statement, at the first hook call of the
- * statement (statement_timestamp() tells statements apart), so that a
- * statement moved while it runs is not cancelled by move_to's
- * statement_timeout armed in the middle of it.  Not while the transaction
- * block has failed (the ROLLBACK that ends it): the settings cannot be
- * changed then, and the statement after it follows the move.
- */
-void
-bulkhead_local_follow_moves(void)
-{
-	static TimestampTz followed_statement = 0;
-	TimestampTz statement = GetCurrentStatementStartTimestamp();
-	int			statement_timeout = StatementTimeout;
-	bool		session = false;
-	bool		moved = false;
-	int			li;
-
-	if (statement == followed_statement)
-		return;					/* a query nested in the statement */
-	if (!IsTransactionState())
-		return;					/* the next statement looks again */
-	followed_statement = statement;
-	if (bulkhead_nheld == 0)
-		return;
-	for (li = 0; li < bulkhead_shared->permits_per_backend; li++)
-	{
-		BulkheadLocalPermit *permit = &bulkhead_local[li];
-		BulkheadEntry *entry = bulkhead_my_entry(li);
-		BulkheadLocalPermit applied;
-		BulkheadSlot *slot;
-		int			slotno;
-
-		if (!permit->held ||
-			*((volatile int16 *) &entry->workload) == permit->workload)
-			continue;
-		slot = lock_entry_slot(entry, &slotno);
-		permit->workload = slotno;
-		permit->statement_timeout_ms = slot->config.statement_timeout_ms;
-		permit->lock_timeout_ms = slot->config.lock_timeout_ms;
-		permit->idle_timeout_ms = slot->config.idle_timeout_ms;
-		LWLockRelease(slot->lock);
-		moved = true;
-		if (permit->scope == BULKHEAD_SCOPE_SESSION)
-			session = true;
-
-		/*
-		 * A transaction permit's guard, applied now, may be at a deeper
-		 * savepoint than the one that took the permit: it is applied as an
-		 * automatic permit's, to every level of the transaction, so that a
-		 * ROLLBACK TO SAVEPOINT that keeps the permit keeps the guard (one
-		 * that releases the permit leaves it until the transaction ends).
-		 */
-		applied = *permit;
-		if (applied.scope == BULKHEAD_SCOPE_XACT)
-			applied.scope = BULKHEAD_SCOPE_AUTO;
-		bulkhead_apply_guards(&applied);
-	}
-	if (session)
-		restore_guards();
-
-	/*
-	 * statement_timeout was armed when the statement started, with the value
-	 * of then: arm it again, or disarm it when there is none any more.
-	 */
-	if (moved && StatementTimeout != statement_timeout)
-	{
-		if (StatementTimeout > 0)
-			enable_timeout_after(STATEMENT_TIMEOUT, StatementTimeout);
-		else
-			disable_timeout(STATEMENT_TIMEOUT, false);
-	}
 }
 
 static void

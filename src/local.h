@@ -60,9 +60,33 @@ extern void bulkhead_wait_cleanup(void);
 extern bool bulkhead_end_wait_deadlocked(uint64 holders_stamp);
 
 extern void bulkhead_release_entry(int li);
-extern void bulkhead_local_follow_moves(void);
 extern int	bulkhead_release_session_permits(void);
 extern void bulkhead_discard_session_permits(void);
 extern void bulkhead_keep_auto_over_commits(bool keep);
+
+/*
+ * Take the lock of the slot that entry (this backend's) is linked into now:
+ * the worker may move a holder to another workload (holds.c) while we wait
+ * for the lock, so the field is read again once it is held.  Returns the
+ * slot, its lock held exclusively, and its index in *slotno.
+ */
+static inline BulkheadSlot *
+bulkhead_lock_entry_slot(BulkheadEntry *entry, int *slotno)
+{
+	for (;;)
+	{
+		int			w = *((volatile int16 *) &entry->workload);
+		BulkheadSlot *slot = &bulkhead_shared->slots[w];
+
+		Assert(w >= 0);
+		bulkhead_slot_lock(slot, LW_EXCLUSIVE);
+		if (likely(entry->workload == w))
+		{
+			*slotno = w;
+			return slot;
+		}
+		LWLockRelease(slot->lock);
+	}
+}
 
 #endif							/* BULKHEAD_LOCAL_H */

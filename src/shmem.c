@@ -211,11 +211,11 @@ bulkhead_find_slot(const char *name)
 }
 
 /*
- * Take slot's lock in force (shmem.h): the lock of its tree, which the
- * worker may change while we wait for it; then we take the new one.
+ * bulkhead_slot_lock() found the lock it took no longer in force (the
+ * worker moved the slot to another tree meanwhile): take the new one.
  */
 void
-bulkhead_slot_lock(BulkheadSlot *slot, LWLockMode mode)
+bulkhead_slot_lock_retry(BulkheadSlot *slot, LWLockMode mode)
 {
 	for (;;)
 	{

@@ -200,6 +200,8 @@ typedef struct BulkheadSlot
 	 * Shared budgets, protected by lock (the tree's), written by budget.c.
 	 * Outside any tree: parent = first_child = -1 and the rest unused.
 	 */
+	bool		in_tree;		/* parent >= 0 || first_child >= 0: the one
+								 * test on the fast path */
 	int16		parent;			/* slot index of the budget, or -1 */
 	int16		first_child;	/* children, linked by next_sibling */
 	int16		next_sibling;
@@ -276,7 +278,7 @@ extern bool bulkhead_shmem_startup(void);
 extern void bulkhead_check_loaded(void);
 extern int	bulkhead_backend_count(void);
 extern int	bulkhead_find_slot(const char *name);
-extern void bulkhead_slot_lock(BulkheadSlot *slot, LWLockMode mode);
+extern void bulkhead_slot_lock_retry(BulkheadSlot *slot, LWLockMode mode);
 
 /* The reload protocol between the tables' triggers and the worker */
 extern void bulkhead_request_reload(void);
@@ -285,6 +287,22 @@ extern bool bulkhead_take_prepared_change(void);
 extern bool bulkhead_prepared_change_pending(void);
 extern uint64 bulkhead_reload_requests(void);
 extern void bulkhead_set_worker(int procno);
+
+/*
+ * Take slot's lock in force (see the header): the lock of its tree, which
+ * the worker may change while we wait for it; then the new one is taken.
+ */
+static inline void
+bulkhead_slot_lock(BulkheadSlot *slot, LWLockMode mode)
+{
+	LWLock	   *lock = *((LWLock *volatile *) &slot->lock);
+
+	LWLockAcquire(lock, mode);
+	if (likely(*((LWLock *volatile *) &slot->lock) == lock))
+		return;
+	LWLockRelease(lock);
+	bulkhead_slot_lock_retry(slot, mode);
+}
 
 /* The permit entries of the backend that uses PGPROC number procno */
 static inline BulkheadEntry *

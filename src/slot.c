@@ -52,7 +52,7 @@ grant_head(BulkheadSlot *slot, TimestampTz now, BulkheadWakeups *wakeups)
 	entry->since = now;
 	entry_list_push_tail(&slot->holders, entry);
 	if (bulkhead_in_tree(slot))
-		bulkhead_budget_adjust(slot, 1, -1, now);
+		bulkhead_budget_adjust(slot, 1, -1, true, now);
 	else
 	{
 		slot->queued--;
@@ -131,20 +131,33 @@ bulkhead_slot_wake_waiters(BulkheadSlot *slot, bool all)
 	return head;
 }
 
-/* Remove an entry from its slot's list and free it */
-static void
-unlink_entry(BulkheadSlot *slot, BulkheadEntry *entry)
+/* In a tree, an entry leaves its list: every level's counts follow */
+static pg_noinline void
+unlink_in_tree(BulkheadSlot *slot, BulkheadEntry *entry)
 {
 	bool		waiting = entry->state == BULKHEAD_ENTRY_WAITING;
 
 	entry_list_delete(waiting ? &slot->waiters : &slot->holders, entry);
-	if (bulkhead_in_tree(slot))
-		bulkhead_budget_adjust(slot, waiting ? 0 : -1, waiting ? -1 : 0,
-							   GetCurrentTimestamp());
-	else if (waiting)
+	bulkhead_budget_adjust(slot, waiting ? 0 : -1, waiting ? -1 : 0, true,
+						   GetCurrentTimestamp());
+}
+
+/* Remove an entry from its slot's list and free it */
+static inline void
+unlink_entry(BulkheadSlot *slot, BulkheadEntry *entry)
+{
+	if (unlikely(bulkhead_in_tree(slot)))
+		unlink_in_tree(slot, entry);
+	else if (entry->state == BULKHEAD_ENTRY_WAITING)
+	{
+		entry_list_delete(&slot->waiters, entry);
 		slot->queued--;
+	}
 	else
+	{
+		entry_list_delete(&slot->holders, entry);
 		slot->running--;
+	}
 	entry->state = BULKHEAD_ENTRY_FREE;
 	entry->workload = -1;
 	entry->pid = 0;
@@ -168,16 +181,25 @@ slot_drained(BulkheadSlot *slot)
  * waiters; in a tree of budgets, any waiter of the tree (a permit released
  * in one leaf may be the one a sibling's waiter waits for).
  */
-static bool
+static inline bool
 waiters_to_serve(BulkheadSlot *slot)
 {
-	if (bulkhead_in_tree(slot))
+	if (unlikely(bulkhead_in_tree(slot)))
 		return bulkhead_budget_root(slot)->sub_queued > 0;
 	return !entry_list_is_empty(&slot->waiters);
 }
 
+/* In a tree, an entry joins a list: every level's counts follow */
+static pg_noinline void
+link_in_tree(BulkheadSlot *slot, BulkheadEntry *entry, bool granted,
+			 TimestampTz now)
+{
+	entry_list_push_tail(granted ? &slot->holders : &slot->waiters, entry);
+	bulkhead_budget_adjust(slot, granted ? 1 : 0, granted ? 0 : 1, true, now);
+}
+
 /* entry, free, starts holding or waiting */
-static void
+static inline void
 link_entry(BulkheadSlot *slot, int slotno, BulkheadEntry *entry,
 		   BulkheadScope scope, BulkheadEntryState state, TimestampTz now)
 {
@@ -188,13 +210,8 @@ link_entry(BulkheadSlot *slot, int slotno, BulkheadEntry *entry,
 	entry->state = state;
 	entry->queued_at = now;
 	entry->since = now;
-	if (bulkhead_in_tree(slot))
-	{
-		bool		granted = state == BULKHEAD_ENTRY_GRANTED;
-
-		entry_list_push_tail(granted ? &slot->holders : &slot->waiters, entry);
-		bulkhead_budget_adjust(slot, granted ? 1 : 0, granted ? 0 : 1, now);
-	}
+	if (unlikely(bulkhead_in_tree(slot)))
+		link_in_tree(slot, entry, state == BULKHEAD_ENTRY_GRANTED, now);
 	else if (state == BULKHEAD_ENTRY_GRANTED)
 	{
 		entry_list_push_tail(&slot->holders, entry);
@@ -211,23 +228,6 @@ link_entry(BulkheadSlot *slot, int slotno, BulkheadEntry *entry,
 	}
 }
 
-/*
- * A budget's acquired and released count its subtree's (the "climb" law of
- * an adaptive budget measures its throughput by them)
- */
-static void
-count_in_budgets(BulkheadSlot *slot, bool acquired)
-{
-	while (slot->parent >= 0)
-	{
-		slot = bulkhead_slot_at(slot->parent);
-		if (acquired)
-			slot->stats.acquired++;
-		else
-			slot->stats.released++;
-	}
-}
-
 /* entry was just granted (at once or after a wait): count it */
 void
 bulkhead_slot_count_grant(BulkheadSlot *slot, BulkheadEntry *entry)
@@ -237,8 +237,6 @@ bulkhead_slot_count_grant(BulkheadSlot *slot, BulkheadEntry *entry)
 	if (entry->since > entry->queued_at)
 		waited = entry->since - entry->queued_at;
 	slot->stats.acquired++;
-	if (slot->parent >= 0)
-		count_in_budgets(slot, true);
 	bulkhead_stats_add_wait(&slot->stats, waited);
 }
 
@@ -302,13 +300,17 @@ bulkhead_slot_admit(BulkheadSlot *slot, int slotno, BulkheadEntry *entry,
 					int limit, int64 timeout_us, bool roles_checked,
 					TimestampTz now)
 {
-	if (slot->first_child >= 0)
-		return BULKHEAD_ADMIT_BUDGET;
-	if (config->nroles > 0 && !roles_checked)
-		return BULKHEAD_ADMIT_CHECK_ROLES;
-	if (slot->parent >= 0)
+	if (unlikely(bulkhead_in_tree(slot)))
+	{
+		if (slot->first_child >= 0)
+			return BULKHEAD_ADMIT_BUDGET;
+		if (config->nroles > 0 && !roles_checked)
+			return BULKHEAD_ADMIT_CHECK_ROLES;
 		return admit_in_tree(slot, slotno, entry, scope, config, limit,
 							 timeout_us, now);
+	}
+	if (config->nroles > 0 && !roles_checked)
+		return BULKHEAD_ADMIT_CHECK_ROLES;
 	if (config->shadow)
 	{
 		/* grant at once, but count what enforce mode would have done */
@@ -346,8 +348,6 @@ bulkhead_slot_release(BulkheadSlot *slot, BulkheadEntry *entry,
 					  TimestampTz now, BulkheadWakeups *wakeups)
 {
 	slot->stats.released++;
-	if (slot->parent >= 0)
-		count_in_budgets(slot, false);
 	bulkhead_stats_add_hold(&slot->stats, now > entry->since ? now - entry->since : 0);
 	unlink_entry(slot, entry);
 	if (waiters_to_serve(slot))
@@ -405,11 +405,7 @@ void
 bulkhead_slot_drop_entry(BulkheadSlot *slot, BulkheadEntry *entry)
 {
 	if (entry->state == BULKHEAD_ENTRY_GRANTED)
-	{
 		slot->stats.released++;
-		if (slot->parent >= 0)
-			count_in_budgets(slot, false);
-	}
 	else
 		slot->stats.cancelled++;
 	unlink_entry(slot, entry);
@@ -440,12 +436,12 @@ bulkhead_slot_move(BulkheadSlot *from, BulkheadSlot *to, int tono,
 	Assert(entry->state == BULKHEAD_ENTRY_GRANTED);
 	entry_list_delete(&from->holders, entry);
 	if (bulkhead_in_tree(from))
-		bulkhead_budget_adjust(from, -1, 0, now);
+		bulkhead_budget_adjust(from, -1, 0, false, now);
 	else
 		from->running--;
 	entry_list_push_tail(&to->holders, entry);
 	if (bulkhead_in_tree(to))
-		bulkhead_budget_adjust(to, 1, 0, now);
+		bulkhead_budget_adjust(to, 1, 0, false, now);
 	else if (++to->running > to->stats.peak_running)
 		to->stats.peak_running = to->running;
 	entry->workload = (int16) tono;

@@ -75,7 +75,7 @@ sub counts
 	sql($w, 'BEGIN; UPDATE t SET v = v + 1 WHERE id = 1;');
 	send_async($w, "SELECT bulkhead_acquire_xact('a');");
 	queued($pw);
-	is(counts(), 'a:0/1 dl 0, b:1/0 dl 0, r:0/0 dl 0, root:1/1 dl 0',
+	is(counts(), 'a:0/1 dl 0, b:1/0 dl 0, r:0/0 dl 0, root:1/0 dl 0',
 		"a's waiter queues though one of root's two permits is free (r's reservation)");
 	is($node->safe_psql('postgres', "SELECT bulkhead_blocking_pids($pw)"),
 		"{$ph}", "bulkhead_blocking_pids of a's waiter names b's holder");
