@@ -74,6 +74,11 @@
  *   it is a violation, and a sample over a bound may not show more than
  *   the previous one or the bound, whichever is higher (a move_to over its
  *   limit grants nothing until it is back under);
+ * - the moves rule, from one sample to the next whatever their epochs: a
+ *   level shows at most the highest of its previous value, its old bound
+ *   and its new one, plus the permits moved into its subtree meanwhile
+ *   (moved_in grows by one per move: grants stop at the bound, only moves
+ *   go beyond it);
  * - no permit free beside a waiter (a move out serves the queue at once).
  *
  * At the end: every client disconnects; within 10 s running and queued are
