@@ -24,4 +24,8 @@ extern int	guard_stress_main(int clients, int seconds, const char *conninfo);
 extern int	budget_stress_main(int clients, int seconds, const char *conninfo,
 							   uint64_t seed);
 
+/* Run the holds mode (hold_modes.c); seed 0 takes one from the clock */
+extern int	hold_stress_main(int clients, int seconds, const char *conninfo,
+							 uint64_t seed);
+
 #endif							/* DEADLOCK_MODES_H */

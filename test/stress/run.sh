@@ -33,15 +33,28 @@
 # limits every 200-500 ms, and a monitor checks each tree's bounds in
 # bulkhead_stats by the epoch rule (see budget_modes.c).
 #
+# Then the holds mode (test/stress/hold_modes.c), short: HOLD_CLIENTS
+# clients (default 64) for HOLD_SECONDS seconds (default 20) hold permits
+# (session, transaction, automatic; busy or idle, in a transaction too) for
+# times around their workloads' max_hold (50-500 ms) while the worker logs,
+# cancels, terminates and moves the runaway holders (to a plain workload and
+# between two leaves of a tree, into a move_to at or over its limit), a
+# changer changes max_hold, on_max_hold, move_to and the targets' limits,
+# cancels and terminations come from outside, and a monitor checks the
+# bounds in bulkhead_stats by the epoch rule with moves (see hold_modes.c)
+# and, at the end, acquired + moved_in = released + moved_out per workload.
+#
 # Longer runs: bash test/stress/run.sh 128 600
 # Extra options for the tool (seed, rates; see bulkhead_stress -h):
 #   STRESS_OPTS="-s 42 -C 5" bash test/stress/run.sh
-# Only some of the runs (main, nocycle, cycle, guards), e.g. a long nocycle run:
+# Only some of the runs (main, nocycle, cycle, guards, budgets, holds), e.g. a long nocycle run:
 #   STRESS_MODES=nocycle DEADLOCK_CLIENTS=64 DEADLOCK_SECONDS=600 bash test/stress/run.sh
 # or a long guards run:
 #   STRESS_MODES=guards GUARD_CLIENTS=64 GUARD_SECONDS=600 bash test/stress/run.sh
 # or a long budgets run (10 minutes, 64 clients):
 #   STRESS_MODES=budgets BUDGET_SECONDS=600 bash test/stress/run.sh
+# or a long holds run (10 minutes, 64 clients):
+#   STRESS_MODES=holds HOLD_SECONDS=600 bash test/stress/run.sh
 # The server runs on both CPUs (races need them); STRESS_PIN=1 pins it to
 # CPU 0 as the benchmarks do.  STRESS_CONF adds a server setting, e.g.
 # STRESS_CONF="log_min_messages = debug1" logs each decision of the worker
@@ -64,7 +77,7 @@ if [ "$CLIENTS" -lt 1 ] || [ "$SECONDS_" -lt 1 ]; then
     bh_die "CLIENTS and SECONDS must be at least 1"
 fi
 
-MODES=${STRESS_MODES:-main nocycle cycle guards budgets}
+MODES=${STRESS_MODES:-main nocycle cycle guards budgets holds}
 DL_CLIENTS=${DEADLOCK_CLIENTS:-32}
 DL_SECONDS=${DEADLOCK_SECONDS:-20}
 case $DL_CLIENTS$DL_SECONDS in *[!0-9]*|'') bh_die "DEADLOCK_CLIENTS and DEADLOCK_SECONDS must be numbers" ;; esac
@@ -74,10 +87,14 @@ case $GD_CLIENTS$GD_SECONDS in *[!0-9]*|'') bh_die "GUARD_CLIENTS and GUARD_SECO
 BG_CLIENTS=${BUDGET_CLIENTS:-64}
 BG_SECONDS=${BUDGET_SECONDS:-20}
 case $BG_CLIENTS$BG_SECONDS in *[!0-9]*|'') bh_die "BUDGET_CLIENTS and BUDGET_SECONDS must be numbers" ;; esac
+HD_CLIENTS=${HOLD_CLIENTS:-64}
+HD_SECONDS=${HOLD_SECONDS:-20}
+case $HD_CLIENTS$HD_SECONDS in *[!0-9]*|'') bh_die "HOLD_CLIENTS and HOLD_SECONDS must be numbers" ;; esac
 CONNS=$CLIENTS
 [ "$DL_CLIENTS" -le "$CONNS" ] || CONNS=$DL_CLIENTS
 [ "$GD_CLIENTS" -le "$CONNS" ] || CONNS=$GD_CLIENTS
 [ "$BG_CLIENTS" -le "$CONNS" ] || CONNS=$BG_CLIENTS
+[ "$HD_CLIENTS" -le "$CONNS" ] || CONNS=$HD_CLIENTS
 CONNS=$((CONNS * 3 / 2 + 20))    # cycle mode: a watcher per pair of clients
 
 bh_require_root
@@ -156,7 +173,14 @@ for mode in $MODES; do
                 "$WORK/src/test/stress/bulkhead_stress" -D budgets -c "$BG_CLIENTS" \
                 -t "$BG_SECONDS" -d "$CONNINFO" ${BUDGET_OPTS:-} || status=$?
             ;;
-        *) bh_die "unknown stress mode $mode (main, nocycle, cycle, guards, budgets)" ;;
+        holds)
+            bh_say "running bulkhead_stress -D holds: $HD_CLIENTS clients, $HD_SECONDS s"
+            # shellcheck disable=SC2086  # HOLD_OPTS holds options (-s seed)
+            timeout --signal=INT --kill-after=30 $((HD_SECONDS + 120)) \
+                "$WORK/src/test/stress/bulkhead_stress" -D holds -c "$HD_CLIENTS" \
+                -t "$HD_SECONDS" -d "$CONNINFO" ${HOLD_OPTS:-} || status=$?
+            ;;
+        *) bh_die "unknown stress mode $mode (main, nocycle, cycle, guards, budgets, holds)" ;;
     esac
 done
 

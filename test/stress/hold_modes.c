@@ -1,0 +1,1809 @@
+/*-------------------------------------------------------------------------
+ *
+ * hold_modes.c
+ *	  The holds mode of bulkhead_stress (-D holds): runaway holders.  Clients
+ *	  hold permits for random times around their workload's max_hold while
+ *	  the background worker logs, cancels, terminates and moves the ones
+ *	  that hold too long.  One thread per client, blocking libpq calls, plus
+ *	  a changer, a chaos thread and a monitor, each on its own connection.
+ *
+ * The workloads (created afresh at the start, left in place at the end):
+ *
+ *	 hp_log     on_max_hold log                     (always log)
+ *	 hp_cancel  on_max_hold cancel                  (always cancel)
+ *	 hp_term    on_max_hold terminate               (always terminate)
+ *	 hp_move    on_max_hold move, to hp_slow mostly (always move)
+ *	 hp_slow    the plain move target: a small limit (the changer sets it to
+ *	            0..3), a statement_timeout guard of 1.5 s, and a max_hold of
+ *	            its own whose action the changer picks at random
+ *	 ht_root (budget): ht_a ht_b ht_c
+ *	   ht_a     on_max_hold move, to its sibling ht_b mostly (always move)
+ *	   ht_b     the move target in the tree (limit 1..3, reserved 1), an
+ *	            action of its own picked at random
+ *	   ht_c     an action picked at random
+ *
+ * Every max_hold is between 50 and 500 ms (the changer changes it; the
+ * workloads whose action it picks at random have none now and then).
+ * move_to is changed too: hp_move to hp_slow, ht_b or hp_log; ht_a to ht_b,
+ * ht_c or hp_slow; a random action's move_to any other workload that takes
+ * permits (so a permit moved into hp_slow or ht_b meets a max_hold that
+ * moves again: a move must never chain).  hp_slow and ht_b are also taken
+ * directly by clients, so the moves into them find them at or over their
+ * limit at times, and the changer lowers and raises their limits (hp_slow's
+ * to 0 now and then).
+ *
+ * Clients pick a workload and hold its permit for a time drawn around its
+ * max_hold as last set (some shorter, most around it, some 2-4 times, a few
+ * 4-8 times longer, at most 3 s): by session (bulkhead_acquire ...
+ * bulkhead_release, by the name taken), by transaction
+ * (bulkhead_acquire_xact, commit or rollback) or automatically
+ * (bulkhead.workload set, one statement or a block).  The hold is a
+ * statement (pg_sleep), two or three shorter ones (move_to's guard applies
+ * from the next statement), or idle: the client sleeps, idle in its
+ * transaction for transaction and automatic permits.  Before giving a
+ * permit back a client looks at its own row in bulkhead_activity: one
+ * running row, in the workload it took, or moved (moved_from = the workload
+ * it took, workload another one): a moved_from other than the workload
+ * taken is a move that chained, a violation (a look that catches the
+ * permit mid-move, in 0 or 2 rows, is taken again: see check_own).
+ * 57014 (the worker's cancel, the chaos thread's, move_to's
+ * statement_timeout) and a terminated connection are expected: the client
+ * rolls back, gives back its session permits, checks it holds nothing, or
+ * reconnects.  The chaos thread
+ * cancels a random client every 20-80 ms and terminates one every
+ * 0.5-2 s.  The changer changes one workload every 200-500 ms: a hold
+ * setting (max_hold, on_max_hold, move_to), or a limit of a move target
+ * (then it waits until the monitor has seen the limit), and one change in
+ * twenty is one the constraints must refuse (23514).
+ *
+ * The monitor reads bulkhead_stats in a loop (the rows of ht_root's tree
+ * are one state of it; the plain ones each one state of their own).  Per
+ * sample:
+ *
+ * - ht_root's running is its children's added up, its queued 0;
+ *   current_limit = max_running (nothing is adaptive); borrowed =
+ *   max(0, running - reserved) (0 for the root);
+ * - (a) running <= current_limit, (b) ht_root's children borrow no more
+ *   than its shared part, (c) running + queued <= current_limit +
+ *   max_queued, at every level, by the epoch rule of budget_modes.c with
+ *   moves in it: a level's epoch is a run of samples in which
+ *   current_limit, max_queued, reserved and the moved_in of every workload
+ *   of its subtree (itself included) stay the same.  A move puts a permit
+ *   into move_to beyond its limit and bounds (and into its budget); a
+ *   lowered limit leaves holders above it; nothing else does.  Within an
+ *   epoch a level grows only by grants made while it is under its bounds,
+ *   so once seen within a bound in an epoch, a sample of that epoch out of
+ *   it is a violation, and a sample over a bound may not show more than
+ *   the previous one or the bound, whichever is higher (a move_to over its
+ *   limit grants nothing until it is back under);
+ * - the moves rule, from one sample to the next whatever their epochs: a
+ *   level shows at most the highest of its previous value, its old bound
+ *   and its new one, plus the permits moved into its subtree meanwhile
+ *   (moved_in grows by one per move: grants stop at the bound, only moves
+ *   go beyond it);
+ * - no permit free beside a waiter (a move out serves the queue at once).
+ *
+ * At the end: every client disconnects; within 10 s running and queued are
+ * 0 everywhere and bulkhead_activity has no row of these workloads; per
+ * workload that takes permits acquired + moved_in = released + moved_out
+ * (a permit granted in w and moved is released in move_to), over_hold >=
+ * moved_out; summed over them acquired = released and moved_in =
+ * moved_out; ht_root's acquired and released are its leaves' added up.
+ * A statement that runs for 20 s (the clients' statement_timeout) is a
+ * violation (a hang).  A run in which a moving workload moved nothing, or
+ * a cancelling or terminating one saw no holder past its max_hold, is a
+ * tool error (the mix was not exercised).
+ *
+ * Exit status: 0 without a violation, 1 on a violation, 2 on a set-up or
+ * tool error.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <libpq-fe.h>
+
+#include "deadlock_modes.h"
+
+/*---- the workloads ----*/
+
+enum
+{
+	W_LOG, W_CANCEL, W_TERM, W_MOVE, W_SLOW, W_ROOT, W_A, W_B, W_C, NW
+};
+
+static const char *const wname[NW] = {
+	"hp_log", "hp_cancel", "hp_term", "hp_move", "hp_slow", "ht_root", "ht_a",
+	"ht_b", "ht_c"
+};
+
+#define WORKLOAD_PATTERN "'^h[pt]_'"
+
+/* the budget; every other workload takes permits */
+static bool
+is_budget(int w)
+{
+	return w == W_ROOT;
+}
+
+/* the parent of each workload (fixed) */
+static const int wparent[NW] = {-1, -1, -1, -1, -1, -1, W_ROOT, W_ROOT, W_ROOT};
+
+/* actions, as on_max_hold spells them */
+enum
+{
+	A_LOG, A_CANCEL, A_TERMINATE, A_MOVE, NA
+};
+static const char *const action_name[NA] = {"log", "cancel", "terminate", "move"};
+
+/* What the tool sets of a workload's row */
+typedef struct Cfg
+{
+	int			max_running;
+	int			max_queued;
+	int			reserved;
+	int			max_hold_ms;	/* 0: NULL */
+	int			action;
+	int			move_to;		/* index, -1 for NULL */
+} Cfg;
+
+/* insertion order: move targets and parents first */
+static const int insert_order[NW] = {W_SLOW, W_LOG, W_CANCEL, W_TERM, W_MOVE, W_ROOT, W_B, W_C, W_A};
+
+static const Cfg initial_cfg[NW] = {
+	[W_LOG] = {3, 6, 0, 200, A_LOG, -1},
+	[W_CANCEL] = {3, 6, 0, 150, A_CANCEL, -1},
+	[W_TERM] = {2, 4, 0, 300, A_TERMINATE, -1},
+	[W_MOVE] = {3, 6, 0, 100, A_MOVE, W_SLOW},
+	[W_SLOW] = {2, 4, 0, 500, A_LOG, -1},
+	[W_ROOT] = {6, 1000, 0, 0, A_LOG, -1},
+	[W_A] = {3, 4, 1, 120, A_MOVE, W_B},
+	[W_B] = {2, 4, 1, 0, A_LOG, -1},
+	[W_C] = {3, 4, 0, 250, A_CANCEL, -1},
+};
+
+/* how often clients pick each workload (per cent; the budget never) */
+static const int pick_weight[NW] = {
+	[W_LOG] = 12, [W_CANCEL] = 12, [W_TERM] = 8, [W_MOVE] = 16, [W_SLOW] = 12,
+	[W_ROOT] = 0, [W_A] = 16, [W_B] = 12, [W_C] = 12
+};
+
+#define QUEUE_TIMEOUT_MS 200
+#define SLOW_STATEMENT_TIMEOUT "1500ms"
+#define CLIENT_STATEMENT_TIMEOUT_S 20
+#define MAX_HOLD_MS 3000
+#define MAX_SHOWN 40
+
+/*---- shared state ----*/
+
+static const char *conninfo;
+static uint64_t seed;
+static int	nclients;
+static int64_t t_start;
+static int64_t end_at;
+static volatile int stop_all;	/* the clients have ended: the monitor ends */
+
+static int *client_pid;			/* backend pid of each client, 0 if none */
+static int	hold_ms_now[NW];	/* max_hold as last set (clients read it) */
+
+static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* counters, added to with __atomic */
+enum
+{
+	OP_SESSION, OP_XACT, OP_AUTO, NOPS
+};
+static const char *const op_name[NOPS] = {"session", "transaction", "automatic"};
+static long n_ops[NOPS];
+
+enum
+{
+	H_BUSY, H_SPLIT, H_IDLE, H_MIXED, NHOLDS
+};
+static const char *const hold_name[NHOLDS] = {
+	"one statement", "split in statements", "idle", "statement then idle"
+};
+static long n_holds[NHOLDS];
+static long n_hold_class[4];	/* shorter, around, 2-4x, 4-8x max_hold */
+static long n_idle_in_xact;
+
+typedef enum Outcome
+{
+	O_OK, O_FULL, O_TIMEOUT, O_CANCEL, O_GUARD, O_GONE, O_HUNG, O_OTHER,
+	NOUTCOMES
+} Outcome;
+static const char *const outcome_name[NOUTCOMES] = {
+	"ok", "full", "timeout", "cancelled", "statement_timeout (guard)", "killed",
+	"hung(20s)", "other"
+};
+static long n_outcome[NOUTCOMES];
+static long n_cancels_sent;
+static long n_terminates_sent;
+static long n_reconnects;
+static long n_seen_moved;		/* a client saw its permit moved */
+static long n_seen_own;			/* ... or still in its workload */
+static long n_seen_mid_move;	/* ... or in 0 or 2 rows (read mid-move) */
+
+enum
+{
+	CH_MAX_HOLD, CH_ACTION, CH_MOVE_TO, CH_LIMIT, CH_INVALID, NCH
+};
+static const char *const change_name[NCH] = {
+	"max_hold", "on_max_hold", "move_to", "limit of a move target", "refused"
+};
+static long n_changes[NCH];
+static long n_limit_up, n_limit_down, n_limit_zero;
+static long n_change_waits_ms_max;
+
+/* monitor figures */
+static long n_samples;
+static long n_level_checks;
+static long n_epochs;
+static long n_over_allowed;		/* samples out of a bound not yet seen within it */
+static long n_over_limit_samples;	/* samples of a level over its limit */
+static int	max_over[NW];		/* most a level was seen over its limit */
+
+/* violations by kind */
+enum
+{
+	V_OVER_LIMIT, V_LENT, V_ADMISSION, V_GREW, V_MOVES, V_IDLE, V_SUMS, V_END,
+	V_CLIENT, V_CHAIN, V_REFUSAL, V_HANG, NV
+};
+static const char *const v_name[NV] = {
+	"(a) over its limit", "(b) reservation lent", "(c) over limit + max_queued",
+	"grew while over a bound", "over a bound by more than the moves into it",
+	"permit free while a workload waits",
+	"sums / borrowed / current_limit", "end state", "client (permits held)",
+	"a move chained or a permit shown wrong", "a change the constraints must refuse was accepted",
+	"statement hung"
+};
+static long n_viol[NV];
+static long n_tool_errors;
+
+/* The changer's limits waiting to be seen by the monitor */
+static pthread_mutex_t sync_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t sync_cond = PTHREAD_COND_INITIALIZER;
+static int	expected_limit[NW];
+static bool pending;			/* expected_limit not yet seen */
+
+static long
+add(long *counter, long n)
+{
+	return __atomic_add_fetch(counter, n, __ATOMIC_RELAXED);
+}
+
+static double
+elapsed_s(void)
+{
+	return (now_us() - t_start) / 1e6;
+}
+
+static void
+violation(int kind, const char *fmt,...)
+{
+	va_list		ap;
+	long		n = add(&n_viol[kind], 1);
+
+	if (n > MAX_SHOWN)
+		return;
+	pthread_mutex_lock(&report_lock);
+	printf("[%8.3f s] VIOLATION %s: ", elapsed_s(), v_name[kind]);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+	pthread_mutex_unlock(&report_lock);
+}
+
+static void
+tool_error(const char *fmt,...)
+{
+	va_list		ap;
+	long		n = add(&n_tool_errors, 1);
+
+	if (n > MAX_SHOWN)
+		return;
+	pthread_mutex_lock(&report_lock);
+	printf("[%8.3f s] TOOL ERROR: ", elapsed_s());
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+	pthread_mutex_unlock(&report_lock);
+}
+
+/* per-thread xorshift64* */
+static uint64_t
+rng(uint64_t *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * UINT64_C(2685821657736338717);
+}
+
+/* uniform in [0, n) */
+static int
+pick(uint64_t *s, int n)
+{
+	return n <= 1 ? 0 : (int) (rng(s) % (uint64_t) n);
+}
+
+/* uniform in [lo, hi] */
+static int
+between(uint64_t *s, int lo, int hi)
+{
+	return hi <= lo ? lo : lo + pick(s, hi - lo + 1);
+}
+
+static bool
+chance(uint64_t *s, int pct)
+{
+	return pick(s, 100) < pct;
+}
+
+static void
+sleep_ms(int ms)
+{
+	if (ms > 0)
+		usleep((useconds_t) ms * 1000);
+}
+
+static int
+windex(const char *name)
+{
+	int			w;
+
+	for (w = 0; w < NW; w++)
+		if (strcmp(wname[w], name) == 0)
+			return w;
+	return -1;
+}
+
+/*---- statements ----*/
+
+typedef struct Client
+{
+	int			id;
+	PGconn	   *conn;
+	uint64_t	rs;
+	bool		gated;			/* bulkhead.workload is set */
+} Client;
+
+/*
+ * Run sql; classify the result.  With val, the first column of the first
+ * row (if any) is copied there; with val2, the second.  A statement_timeout
+ * that fired after less than the clients' own 20 s is a guard's (hp_slow's,
+ * after a move or a direct acquire); one after 20 s is a hang.
+ */
+static Outcome
+run2(PGconn *conn, const char *sql, char *val, char *val2, size_t vallen,
+	 char *err, size_t errlen)
+{
+	int64_t		t0 = now_us();
+	PGresult   *res = PQexec(conn, sql);
+	ExecStatusType st = PQresultStatus(res);
+	const char *state;
+	const char *msg;
+	Outcome		o;
+
+	if (val)
+		val[0] = '\0';
+	if (val2)
+		val2[0] = '\0';
+	if (err)
+		err[0] = '\0';
+	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
+	{
+		if (val && st == PGRES_TUPLES_OK && PQntuples(res) > 0)
+			snprintf(val, vallen, "%s", PQgetvalue(res, 0, 0));
+		if (val2 && st == PGRES_TUPLES_OK && PQntuples(res) > 0 && PQnfields(res) > 1)
+			snprintf(val2, vallen, "%s", PQgetisnull(res, 0, 1) ? "(null)" : PQgetvalue(res, 0, 1));
+		PQclear(res);
+		return O_OK;
+	}
+	state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+	msg = PQresultErrorMessage(res);
+	if (err)
+		snprintf(err, errlen, "%s: %s", state ? state : "-----", msg ? msg : "");
+	if (PQstatus(conn) == CONNECTION_BAD || state == NULL)
+		o = O_GONE;
+	else if (strcmp(state, "53B01") == 0)
+		o = O_FULL;
+	else if (strcmp(state, "53B02") == 0)
+		o = O_TIMEOUT;
+	else if (strcmp(state, "57014") == 0)
+	{
+		if (msg && strstr(msg, "statement timeout"))
+			o = now_us() - t0 >= (int64_t) (CLIENT_STATEMENT_TIMEOUT_S - 1) * 1000000 ?
+				O_HUNG : O_GUARD;
+		else
+			o = O_CANCEL;
+	}
+	else if (strcmp(state, "57P01") == 0)
+		o = O_GONE;
+	else
+		o = O_OTHER;
+	PQclear(res);
+	return o;
+}
+
+static Outcome
+run(PGconn *conn, const char *sql, char *val, size_t vallen, char *err, size_t errlen)
+{
+	return run2(conn, sql, val, NULL, vallen, err, errlen);
+}
+
+/* a client's statement, counted; an unexpected outcome is reported */
+static Outcome
+step2(Client *c, const char *sql, char *val, char *val2, size_t vallen)
+{
+	char		err[512];
+	Outcome		o = run2(c->conn, sql, val, val2, vallen, err, sizeof(err));
+
+	add(&n_outcome[o], 1);
+	if (o == O_HUNG)
+		violation(V_HANG, "client %d: %s: %s", c->id, sql, err);
+	else if (o == O_OTHER)
+		tool_error("client %d: %s: %s", c->id, sql, err);
+	return o;
+}
+
+static Outcome
+step(Client *c, const char *sql)
+{
+	return step2(c, sql, NULL, NULL, 0);
+}
+
+/* the clients' ROLLBACK outside a transaction warns: not on our output */
+static void
+quiet(void *arg, const char *message)
+{
+}
+
+static PGconn *
+connect_or_die(void)
+{
+	int			tries;
+
+	for (tries = 0; tries < 50; tries++)
+	{
+		PGconn	   *conn = PQconnectdb(conninfo);
+
+		if (PQstatus(conn) == CONNECTION_OK)
+		{
+			PQsetNoticeProcessor(conn, quiet, NULL);
+			return conn;
+		}
+		if (tries == 49)
+		{
+			fprintf(stderr, "bulkhead_stress: connection failed: %s", PQerrorMessage(conn));
+			exit(2);
+		}
+		PQfinish(conn);
+		sleep_ms(100);
+	}
+	return NULL;
+}
+
+static void
+client_connect(Client *c)
+{
+	char		err[512];
+	char		sql[96];
+
+	snprintf(sql, sizeof(sql), "SET statement_timeout = '%ds'", CLIENT_STATEMENT_TIMEOUT_S);
+	for (;;)
+	{
+		c->conn = connect_or_die();
+		c->gated = false;
+		if (run(c->conn, "SET bulkhead.exempt_superuser = off", NULL, 0, err, sizeof(err)) == O_OK &&
+			run(c->conn, sql, NULL, 0, err, sizeof(err)) == O_OK)
+			break;
+		/* a terminate or a cancel between connecting and setting up: again */
+		PQfinish(c->conn);
+	}
+	__atomic_store_n(&client_pid[c->id], PQbackendPID(c->conn), __ATOMIC_RELAXED);
+}
+
+static void
+client_reconnect(Client *c)
+{
+	__atomic_store_n(&client_pid[c->id], 0, __ATOMIC_RELAXED);
+	PQfinish(c->conn);
+	add(&n_reconnects, 1);
+	client_connect(c);
+}
+
+/*
+ * After an error: roll back, leave the gate, give back every session
+ * permit, and check that this backend holds or awaits nothing.  Returns
+ * only once that is done (reconnecting if the backend went).
+ */
+static void
+client_cleanup(Client *c)
+{
+	int			tries;
+	char		val[64];
+	char		err[512];
+
+	for (tries = 0; tries < 100; tries++)
+	{
+		Outcome		o;
+
+		if ((o = run(c->conn, "ROLLBACK", NULL, 0, err, sizeof(err))) != O_OK)
+			goto retry;
+		if (c->gated)
+		{
+			if ((o = run(c->conn, "RESET bulkhead.workload", NULL, 0, err, sizeof(err))) != O_OK)
+				goto retry;
+			c->gated = false;
+		}
+		if ((o = run(c->conn, "SELECT bulkhead_release_all()", NULL, 0, err, sizeof(err))) != O_OK)
+			goto retry;
+		if ((o = run(c->conn, "SELECT count(*) FROM bulkhead_activity WHERE pid = pg_backend_pid()",
+					 val, sizeof(val), err, sizeof(err))) != O_OK)
+			goto retry;
+		if (strcmp(val, "0") != 0)
+			violation(V_CLIENT, "client %d: after ROLLBACK and bulkhead_release_all, %s rows of its own in bulkhead_activity",
+					  c->id, val);
+		return;
+retry:
+		if (o == O_GONE)
+		{
+			client_reconnect(c);
+			return;
+		}
+		/* a cancel (the chaos thread's, a late one of the worker): again */
+		if (o != O_CANCEL && o != O_FULL && o != O_TIMEOUT && o != O_GUARD)
+			tool_error("client %d: clean-up: %s", c->id, err);
+	}
+	tool_error("client %d: clean-up did not succeed in 100 tries; reconnecting", c->id);
+	client_reconnect(c);
+}
+
+/* the number of this backend's rows in bulkhead_activity, -1 on an error */
+static int
+own_rows(Client *c, Outcome *o)
+{
+	char		val[64];
+
+	*o = step2(c, "SELECT count(*) FROM bulkhead_activity WHERE pid = pg_backend_pid()",
+			   val, NULL, sizeof(val));
+	return *o == O_OK ? atoi(val) : -1;
+}
+
+static int
+random_workload(uint64_t *rs)
+{
+	int			r = pick(rs, 100);
+	int			w;
+
+	for (w = 0; w < NW; w++)
+	{
+		if (r < pick_weight[w])
+			return w;
+		r -= pick_weight[w];
+	}
+	return W_LOG;
+}
+
+/* how long to hold a permit of w: around its max_hold as last set */
+static int
+hold_time(uint64_t *rs, int w)
+{
+	int			mh = __atomic_load_n(&hold_ms_now[w], __ATOMIC_RELAXED);
+	int			r = pick(rs, 100);
+	int			ms;
+	int			class;
+
+	if (mh <= 0)
+		mh = 200;
+	if (r < 30)
+	{
+		class = 0;
+		ms = mh * between(rs, 10, 80) / 100;
+	}
+	else if (r < 70)
+	{
+		class = 1;
+		ms = mh * between(rs, 80, 150) / 100;
+	}
+	else if (r < 92)
+	{
+		class = 2;
+		ms = mh * between(rs, 200, 400) / 100;
+	}
+	else
+	{
+		class = 3;
+		ms = mh * between(rs, 400, 800) / 100;
+	}
+	add(&n_hold_class[class], 1);
+	return ms > MAX_HOLD_MS ? MAX_HOLD_MS : ms;
+}
+
+static Outcome
+sleep_stmt(Client *c, int ms)
+{
+	char		sql[64];
+
+	snprintf(sql, sizeof(sql), "SELECT pg_sleep(%d / 1000.0)", ms);
+	return step(c, sql);
+}
+
+/*
+ * Hold for ms: one statement, two or three, idle (the client sleeps; in a
+ * transaction when in_xact), or a statement then idle
+ */
+static Outcome
+hold(Client *c, int ms, bool in_xact)
+{
+	uint64_t   *rs = &c->rs;
+	int			kind = pick(rs, 100);
+	Outcome		o;
+	int			i;
+	int			n;
+
+	if (kind < 40)
+	{
+		add(&n_holds[H_BUSY], 1);
+		return sleep_stmt(c, ms);
+	}
+	if (kind < 65)
+	{
+		add(&n_holds[H_SPLIT], 1);
+		n = between(rs, 2, 3);
+		for (i = 0; i < n; i++)
+			if ((o = sleep_stmt(c, ms / n)) != O_OK)
+				return o;
+		return O_OK;
+	}
+	if (in_xact)
+		add(&n_idle_in_xact, 1);
+	if (kind < 85)
+	{
+		add(&n_holds[H_IDLE], 1);
+		sleep_ms(ms);
+		return O_OK;
+	}
+	add(&n_holds[H_MIXED], 1);
+	if ((o = sleep_stmt(c, ms / 2)) != O_OK)
+		return o;
+	sleep_ms(ms - ms / 2);
+	return O_OK;
+}
+
+/*
+ * The client's own permit, taken in w, as bulkhead_activity shows it: one
+ * running row, in w or moved from w (a move never chains).  The view reads
+ * the workloads one after the other, each under its own lock, so a permit
+ * that moves meanwhile may show in both or in neither: such a look (its
+ * count not 1) is counted and taken again, up to 5 times.
+ */
+static Outcome
+check_own(Client *c, int w)
+{
+	char		val[320];
+	char		where[128];
+	char		from[128];
+	char	   *bar;
+	char	   *bar2;
+	Outcome		o;
+	int			tries;
+
+	for (tries = 0;; tries++)
+	{
+		if ((o = step2(c, "SELECT count(*) || '|' || coalesce(min(workload || '/' || state), '')"
+					   " || '|' || coalesce(min(moved_from), '(null)')"
+					   " FROM bulkhead_activity WHERE pid = pg_backend_pid()",
+					   val, NULL, sizeof(val))) != O_OK)
+			return o;
+		bar = strchr(val, '|');
+		bar2 = bar ? strchr(bar + 1, '|') : NULL;
+		if (bar == NULL || bar2 == NULL)
+		{
+			tool_error("client %d: bulkhead_activity read as \"%s\"", c->id, val);
+			return O_OK;
+		}
+		*bar = '\0';
+		*bar2 = '\0';
+		if (strcmp(val, "1") == 0)
+			break;
+		add(&n_seen_mid_move, 1);
+		if (tries == 4)
+		{
+			violation(V_CLIENT, "client %d: holding one permit of %s, %s rows of its own in bulkhead_activity, 5 looks in a row",
+					  c->id, wname[w], val);
+			return O_OK;
+		}
+	}
+	snprintf(where, sizeof(where), "%s", bar + 1);
+	snprintf(from, sizeof(from), "%s", bar2 + 1);
+	if (strcmp(from, "(null)") == 0)
+	{
+		char		want[128];
+
+		snprintf(want, sizeof(want), "%s/running", wname[w]);
+		add(&n_seen_own, 1);
+		if (strcmp(where, want) != 0)
+			violation(V_CHAIN, "client %d: its permit of %s shows as %s without moved_from",
+					  c->id, wname[w], where);
+	}
+	else
+	{
+		char	   *slash = strchr(where, '/');
+		int			now_in;
+
+		add(&n_seen_moved, 1);
+		if (slash)
+			*slash = '\0';
+		now_in = windex(where);
+		if (strcmp(from, wname[w]) != 0)
+			violation(V_CHAIN, "client %d: its permit of %s shows in %s, moved from %s: a move chained",
+					  c->id, wname[w], where, from);
+		else if (now_in < 0 || now_in == w || is_budget(now_in) || !slash ||
+				 strcmp(slash + 1, "running") != 0)
+			violation(V_CHAIN, "client %d: its permit of %s moved to %s/%s",
+					  c->id, wname[w], where, slash ? slash + 1 : "?");
+	}
+	return O_OK;
+}
+
+/* a wait bound: NULL (the workload's queue_timeout), or 0-300 ms */
+static void
+random_timeout(uint64_t *rs, char *buf, size_t len)
+{
+	if (chance(rs, 50))
+		snprintf(buf, len, "NULL");
+	else
+		snprintf(buf, len, "'%d ms'", pick(rs, 301));
+}
+
+/*
+ * One random operation.  Returns O_OK when it ran to its end, else the
+ * outcome of the statement that ended it (the caller cleans up).
+ */
+static Outcome
+client_op(Client *c)
+{
+	uint64_t   *rs = &c->rs;
+	int			r = pick(rs, 100);
+	int			w = random_workload(rs);
+	int			ms = hold_time(rs, w);
+	bool		look = chance(rs, 50);
+	char		sql[256];
+	char		t[32];
+	Outcome		o;
+
+	if (r < 35)
+	{
+		/* session permit, released by the name taken */
+		add(&n_ops[OP_SESSION], 1);
+		random_timeout(rs, t, sizeof(t));
+		snprintf(sql, sizeof(sql), "SELECT bulkhead_acquire('%s', %s)", wname[w], t);
+		if ((o = step(c, sql)) != O_OK)
+			return o;
+		if ((o = hold(c, ms, false)) != O_OK)
+			return o;
+		if (look && (o = check_own(c, w)) != O_OK)
+			return o;
+		snprintf(sql, sizeof(sql), "SELECT bulkhead_release('%s')", wname[w]);
+		o = step(c, sql);
+		if (o == O_OTHER)
+			violation(V_CLIENT, "client %d: the release of a permit it holds failed (%s)", c->id, sql);
+		return o;
+	}
+	if (r < 70)
+	{
+		/* transaction permit; idle holds are idle in transaction */
+		add(&n_ops[OP_XACT], 1);
+		if ((o = step(c, "BEGIN")) != O_OK)
+			return o;
+		random_timeout(rs, t, sizeof(t));
+		snprintf(sql, sizeof(sql), "SELECT bulkhead_acquire_xact('%s', %s)", wname[w], t);
+		if ((o = step(c, sql)) != O_OK)
+			return o;
+		if ((o = hold(c, ms, true)) != O_OK)
+			return o;
+		if (look && (o = check_own(c, w)) != O_OK)
+			return o;
+		return step(c, chance(rs, 70) ? "COMMIT" : "ROLLBACK");
+	}
+	/* automatic permits: bulkhead.workload, one statement or a block */
+	add(&n_ops[OP_AUTO], 1);
+	snprintf(sql, sizeof(sql), "SET bulkhead.workload = '%s'", wname[w]);
+	if ((o = step(c, sql)) != O_OK)
+		return o;
+	c->gated = true;
+	if (chance(rs, 40))
+	{
+		add(&n_holds[H_BUSY], 1);
+		if ((o = sleep_stmt(c, ms)) != O_OK)
+			return o;
+	}
+	else
+	{
+		if ((o = step(c, "BEGIN")) != O_OK || (o = step(c, "SELECT 1")) != O_OK)
+			return o;
+		if ((o = hold(c, ms, true)) != O_OK)
+			return o;
+		if (look && (o = check_own(c, w)) != O_OK)
+			return o;
+		if ((o = step(c, chance(rs, 70) ? "COMMIT" : "ROLLBACK")) != O_OK)
+			return o;
+	}
+	if ((o = step(c, "RESET bulkhead.workload")) != O_OK)
+		return o;
+	c->gated = false;
+	return O_OK;
+}
+
+static void *
+client_main(void *arg)
+{
+	Client		c;
+	int			ops = 0;
+
+	memset(&c, 0, sizeof(c));
+	c.id = (int) (intptr_t) arg;
+	c.rs = seed ^ ((uint64_t) (c.id + 1) * UINT64_C(0x9e3779b97f4a7c15));
+	if (c.rs == 0)
+		c.rs = 1;
+	client_connect(&c);
+	while (now_us() < end_at)
+	{
+		Outcome		o = client_op(&c);
+
+		if (o == O_GONE)
+			client_reconnect(&c);
+		else if (o != O_OK)
+			client_cleanup(&c);
+		else if (++ops % 4 == 0)
+		{
+			/* now and then: nothing held after a clean operation */
+			Outcome		o2;
+			int			n = own_rows(&c, &o2);
+
+			if (o2 == O_OK && n != 0)
+				violation(V_CLIENT, "client %d: %d rows of its own in bulkhead_activity after an operation ended cleanly",
+						  c.id, n);
+			else if (o2 == O_GONE)
+				client_reconnect(&c);
+		}
+		if (o == O_FULL || o == O_TIMEOUT)
+			sleep_ms(pick(&c.rs, 51));
+		else
+			sleep_ms(pick(&c.rs, 11));
+	}
+	/* end: give back everything, check, leave */
+	client_cleanup(&c);
+	__atomic_store_n(&client_pid[c.id], 0, __ATOMIC_RELAXED);
+	PQfinish(c.conn);
+	return NULL;
+}
+
+/*---- chaos: cancels and terminations from outside ----*/
+
+static void *
+chaos_main(void *arg)
+{
+	uint64_t	rs = seed ^ UINT64_C(0xc4a05);
+	PGconn	   *conn = connect_or_die();
+	int64_t		next_terminate = now_us() + between(&rs, 500, 2000) * 1000;
+	char		err[512];
+
+	if (rs == 0)
+		rs = 1;
+	while (now_us() < end_at)
+	{
+		int			i = pick(&rs, nclients);
+		int			pid = __atomic_load_n(&client_pid[i], __ATOMIC_RELAXED);
+		bool		terminate = now_us() >= next_terminate;
+		char		sql[96];
+
+		if (pid != 0)
+		{
+			snprintf(sql, sizeof(sql), "SELECT %s(%d)",
+					 terminate ? "pg_terminate_backend" : "pg_cancel_backend", pid);
+			if (run(conn, sql, NULL, 0, err, sizeof(err)) != O_OK)
+			{
+				tool_error("chaos: %s: %s", sql, err);
+				PQfinish(conn);
+				conn = connect_or_die();
+			}
+			add(terminate ? &n_terminates_sent : &n_cancels_sent, 1);
+			if (terminate)
+				next_terminate = now_us() + between(&rs, 500, 2000) * 1000;
+		}
+		sleep_ms(between(&rs, 20, 80));
+	}
+	PQfinish(conn);
+	return arg;
+}
+
+/*---- the changer ----*/
+
+static void
+cfg_sql(const Cfg *c, int w, char *buf, size_t len)
+{
+	char		mh[32];
+	char		mt[80];
+
+	if (c[w].max_hold_ms > 0)
+		snprintf(mh, sizeof(mh), "'%d ms'", c[w].max_hold_ms);
+	else
+		snprintf(mh, sizeof(mh), "NULL");
+	if (c[w].move_to >= 0)
+		snprintf(mt, sizeof(mt), "'%s'", wname[c[w].move_to]);
+	else
+		snprintf(mt, sizeof(mt), "NULL");
+	snprintf(buf, len,
+			 "UPDATE bulkhead_workload SET max_running = %d, max_hold = %s, on_max_hold = '%s',"
+			 " move_to = %s WHERE name = '%s'",
+			 c[w].max_running, mh, action_name[c[w].action], mt, wname[w]);
+}
+
+/* the workloads whose action the changer keeps (they anchor the mix) */
+static int
+fixed_action(int w)
+{
+	switch (w)
+	{
+		case W_LOG:
+			return A_LOG;
+		case W_CANCEL:
+			return A_CANCEL;
+		case W_TERM:
+			return A_TERMINATE;
+		case W_MOVE:
+		case W_A:
+			return A_MOVE;
+		default:
+			return -1;
+	}
+}
+
+/* a move target for w */
+static int
+random_target(uint64_t *rs, int w)
+{
+	int			r = pick(rs, 100);
+	int			t;
+
+	if (w == W_MOVE)
+		return r < 60 ? W_SLOW : r < 80 ? W_B : W_LOG;
+	if (w == W_A)
+		return r < 60 ? W_B : r < 80 ? W_C : W_SLOW;
+	do
+		t = pick(rs, NW);
+	while (t == w || is_budget(t));
+	return t;
+}
+
+/* a valid random change of one row of cur into next; returns its kind */
+static int
+random_change(uint64_t *rs, const Cfg *cur, Cfg *next, int *changed)
+{
+	int			w;
+	int			kind;
+	Cfg		   *n;
+
+	memcpy(next, cur, sizeof(Cfg) * NW);
+	if (chance(rs, 25))
+	{
+		/* a move target's limit: lowered under its holders, raised, 0 */
+		w = chance(rs, 50) ? W_SLOW : W_B;
+		n = &next[w];
+		do
+		{
+			if (w == W_SLOW)
+				n->max_running = chance(rs, 15) ? 0 : between(rs, 1, 3);
+			else
+				n->max_running = between(rs, 1, 3);	/* >= its reservation */
+		} while (n->max_running == cur[w].max_running);
+		*changed = w;
+		return CH_LIMIT;
+	}
+	do
+		w = pick(rs, NW);
+	while (is_budget(w));
+	n = &next[w];
+	*changed = w;
+	if (fixed_action(w) >= 0)
+	{
+		if (fixed_action(w) == A_MOVE && chance(rs, 50))
+		{
+			int			t;
+
+			do
+				t = random_target(rs, w);
+			while (t == cur[w].move_to);
+			n->move_to = t;
+			return CH_MOVE_TO;
+		}
+		do
+			n->max_hold_ms = between(rs, 50, 500);
+		while (n->max_hold_ms == cur[w].max_hold_ms);
+		return CH_MAX_HOLD;
+	}
+	/* the others: any action, a max_hold or now and then none */
+	kind = CH_ACTION;
+	n->action = pick(rs, NA);
+	n->max_hold_ms = chance(rs, 15) ? 0 : between(rs, 50, 500);
+	n->move_to = n->action == A_MOVE ? random_target(rs, w) : -1;
+	if (n->action == cur[w].action)
+		kind = n->move_to != cur[w].move_to ? CH_MOVE_TO : CH_MAX_HOLD;
+	return kind;
+}
+
+/* a change the constraints must refuse (23514) */
+static void
+invalid_change(uint64_t *rs, char *sql, size_t len, const char **what)
+{
+	int			w;
+
+	do
+		w = pick(rs, NW);
+	while (is_budget(w));
+	switch (pick(rs, 6))
+	{
+		case 0:
+			*what = "move_to the workload itself";
+			snprintf(sql, len, "UPDATE bulkhead_workload SET on_max_hold = 'move', move_to = name,"
+					 " max_hold = '100 ms' WHERE name = '%s'", wname[w]);
+			break;
+		case 1:
+			*what = "move without move_to";
+			snprintf(sql, len, "UPDATE bulkhead_workload SET on_max_hold = 'move', move_to = NULL,"
+					 " max_hold = '100 ms' WHERE name = '%s'", wname[w]);
+			break;
+		case 2:
+			*what = "move_to a budget";
+			snprintf(sql, len, "UPDATE bulkhead_workload SET on_max_hold = 'move', move_to = 'ht_root',"
+					 " max_hold = '100 ms' WHERE name = '%s'", wname[w]);
+			break;
+		case 3:
+			*what = "an unknown on_max_hold";
+			snprintf(sql, len, "UPDATE bulkhead_workload SET on_max_hold = 'kill' WHERE name = '%s'",
+					 wname[w]);
+			break;
+		case 4:
+			*what = "max_hold 0";
+			snprintf(sql, len, "UPDATE bulkhead_workload SET max_hold = '0' WHERE name = '%s'",
+					 wname[w]);
+			break;
+		default:
+			*what = "move_to with another action";
+			snprintf(sql, len, "UPDATE bulkhead_workload SET on_max_hold = 'cancel',"
+					 " move_to = '%s' WHERE name = '%s'", wname[w == W_LOG ? W_SLOW : W_LOG],
+					 wname[w]);
+			break;
+	}
+}
+
+/* wait until the monitor has seen the limits in bulkhead_stats (at most 10 s) */
+static bool
+wait_seen(const Cfg *exp)
+{
+	struct timespec deadline;
+	int64_t		t0 = now_us();
+	bool		seen;
+	long		ms;
+	int			w;
+
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += 10;
+	pthread_mutex_lock(&sync_lock);
+	for (w = 0; w < NW; w++)
+		expected_limit[w] = exp[w].max_running;
+	pending = true;
+	while (pending)
+		if (pthread_cond_timedwait(&sync_cond, &sync_lock, &deadline) != 0)
+			break;
+	seen = !pending;
+	pending = false;
+	pthread_mutex_unlock(&sync_lock);
+	ms = (long) ((now_us() - t0) / 1000);
+	if (ms > n_change_waits_ms_max)
+		n_change_waits_ms_max = ms;
+	return seen;
+}
+
+static void *
+changer_main(void *arg)
+{
+	uint64_t	rs = seed ^ UINT64_C(0xc4a11e);
+	PGconn	   *conn = connect_or_die();
+	Cfg			cur[NW];
+	Cfg			next[NW];
+	char		sql[512];
+	char		err[512];
+
+	if (rs == 0)
+		rs = 1;
+	memcpy(cur, initial_cfg, sizeof(cur));
+	while (now_us() < end_at)
+	{
+		int			w;
+		int			kind;
+
+		sleep_ms(between(&rs, 200, 500));
+		if (now_us() >= end_at)
+			break;
+		if (chance(&rs, 5))
+		{
+			const char *what;
+			Outcome		o;
+
+			invalid_change(&rs, sql, sizeof(sql), &what);
+			o = run(conn, sql, NULL, 0, err, sizeof(err));
+			add(&n_changes[CH_INVALID], 1);
+			if (o == O_OK)
+			{
+				violation(V_REFUSAL, "%s was accepted: %s", what, sql);
+				/* put the rows back as the tool has them */
+				for (w = 0; w < NW; w++)
+				{
+					if (is_budget(w))
+						continue;
+					cfg_sql(cur, w, sql, sizeof(sql));
+					if (run(conn, sql, NULL, 0, err, sizeof(err)) != O_OK)
+						tool_error("changer: restoring after an accepted bad change: %s: %s", sql, err);
+				}
+			}
+			else if (o == O_GONE)
+			{
+				tool_error("changer: connection lost: %s", err);
+				PQfinish(conn);
+				conn = connect_or_die();
+			}
+			else if (strncmp(err, "23514", 5) != 0)
+				tool_error("changer: %s refused with %.5s, not 23514: %s", what, err, err);
+			continue;
+		}
+		kind = random_change(&rs, cur, next, &w);
+		cfg_sql(next, w, sql, sizeof(sql));
+		if (run(conn, sql, NULL, 0, err, sizeof(err)) != O_OK)
+		{
+			tool_error("changer: a valid change was refused: %s: %s", sql, err);
+			if (PQstatus(conn) == CONNECTION_BAD)
+			{
+				PQfinish(conn);
+				conn = connect_or_die();
+			}
+			continue;
+		}
+		add(&n_changes[kind], 1);
+		if (kind == CH_LIMIT)
+			add(next[w].max_running == 0 ? &n_limit_zero :
+				next[w].max_running > cur[w].max_running ? &n_limit_up : &n_limit_down, 1);
+		__atomic_store_n(&hold_ms_now[w], next[w].max_hold_ms, __ATOMIC_RELAXED);
+		memcpy(cur, next, sizeof(cur));
+		if (kind == CH_LIMIT && !wait_seen(cur))
+			tool_error("changer: \"%s\" was not seen in bulkhead_stats within 10 s", sql);
+	}
+	PQfinish(conn);
+	return arg;
+}
+
+/*---- the monitor ----*/
+
+typedef struct Row
+{
+	bool		present;
+	int			parent;
+	int			limit;
+	int			max_running;
+	int			max_queued;
+	int			reserved;
+	int			borrowed;
+	int			running;
+	int			queued;
+	long		acquired;
+	long		released;
+	long		over_hold;
+	long		moved_out;
+	long		moved_in;
+} Row;
+
+/* per level: its epoch and what was seen in it */
+typedef struct Level
+{
+	bool		valid;
+	char		epoch[512];
+	bool		within[3];		/* (a), (b), (c) seen within in this epoch */
+	bool		have_prev;
+	int			prev[3];		/* running, borrowed sum, running + queued */
+	/* the previous sample, whatever its epoch (the moves rule) */
+	bool		have_last;
+	int			last_value[3];
+	int			last_bound[3];
+	long		last_in;		/* moved_in of the subtree, itself included */
+} Level;
+
+static Level levels[NW];
+
+#define STATS_SQL \
+	"SELECT workload, parent, current_limit, max_running, max_queued, reserved," \
+	" borrowed, running, queued, acquired, released, over_hold, moved_out, moved_in" \
+	" FROM bulkhead_stats WHERE workload ~ " WORKLOAD_PATTERN
+
+static bool
+read_rows(PGconn *conn, Row *rows)
+{
+	PGresult   *res = PQexec(conn, STATS_SQL);
+	int			i;
+	int			w;
+
+	memset(rows, 0, sizeof(Row) * NW);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		tool_error("monitor: %s", PQresultErrorMessage(res));
+		PQclear(res);
+		return false;
+	}
+	for (i = 0; i < PQntuples(res); i++)
+	{
+		w = windex(PQgetvalue(res, i, 0));
+		if (w < 0)
+			continue;
+		if (rows[w].present)
+			violation(V_SUMS, "%s appears twice in bulkhead_stats", wname[w]);
+		rows[w].present = true;
+		rows[w].parent = PQgetisnull(res, i, 1) ? -1 : windex(PQgetvalue(res, i, 1));
+		if (rows[w].parent != wparent[w])
+			tool_error("monitor: %s has the parent %s", wname[w],
+					   PQgetisnull(res, i, 1) ? "(none)" : PQgetvalue(res, i, 1));
+		rows[w].limit = atoi(PQgetvalue(res, i, 2));
+		rows[w].max_running = atoi(PQgetvalue(res, i, 3));
+		rows[w].max_queued = atoi(PQgetvalue(res, i, 4));
+		rows[w].reserved = atoi(PQgetvalue(res, i, 5));
+		rows[w].borrowed = atoi(PQgetvalue(res, i, 6));
+		rows[w].running = atoi(PQgetvalue(res, i, 7));
+		rows[w].queued = atoi(PQgetvalue(res, i, 8));
+		rows[w].acquired = atol(PQgetvalue(res, i, 9));
+		rows[w].released = atol(PQgetvalue(res, i, 10));
+		rows[w].over_hold = atol(PQgetvalue(res, i, 11));
+		rows[w].moved_out = atol(PQgetvalue(res, i, 12));
+		rows[w].moved_in = atol(PQgetvalue(res, i, 13));
+	}
+	PQclear(res);
+	for (w = 0; w < NW; w++)
+		if (!rows[w].present)
+		{
+			tool_error("monitor: %s is not in bulkhead_stats", wname[w]);
+			return false;
+		}
+	return true;
+}
+
+/* budget p: the borrowed sum of its children and its shared part */
+static void
+shared_part(const Row *rows, int p, int *borrowed, int *shared)
+{
+	int			c;
+	int			sum_r = 0;
+	int			b = 0;
+
+	for (c = 0; c < NW; c++)
+		if (wparent[c] == p)
+		{
+			sum_r += rows[c].reserved;
+			if (rows[c].running > rows[c].reserved)
+				b += rows[c].running - rows[c].reserved;
+		}
+	*borrowed = b;
+	*shared = rows[p].limit > sum_r ? rows[p].limit - sum_r : 0;
+}
+
+/* a permit is free for w on its whole path */
+static bool
+path_free(const Row *rows, int w)
+{
+	for (; w >= 0; w = wparent[w])
+	{
+		int			p = wparent[w];
+
+		if (rows[w].running >= rows[w].limit)
+			return false;
+		if (p >= 0 && rows[w].running >= rows[w].reserved)
+		{
+			int			b;
+			int			s;
+
+			shared_part(rows, p, &b, &s);
+			if (b >= s)
+				return false;
+		}
+	}
+	return true;
+}
+
+/* the rows w is compared with: its tree, or itself */
+static void
+state_text(const Row *rows, int w, char *buf, size_t len)
+{
+	size_t		off = 0;
+	int			v;
+	int			root = w;
+
+	while (wparent[root] >= 0)
+		root = wparent[root];
+	buf[0] = '\0';
+	for (v = 0; v < NW && off < len; v++)
+		if (v == root || wparent[v] == root)
+			off += snprintf(buf + off, len - off,
+							"%s%s(L %d, r %d, run %d, q %d, borrowed %d, moved in %ld out %ld)",
+							off ? " " : "", wname[v], rows[v].limit, rows[v].reserved,
+							rows[v].running, rows[v].queued, rows[v].borrowed,
+							rows[v].moved_in, rows[v].moved_out);
+}
+
+/*
+ * One bound of one level: the epoch rule, the no-growth rule, and the moves
+ * rule: from one sample to the next, whatever changed, a level over a bound
+ * shows at most the higher of its previous value, the old and the new bound,
+ * plus the permits moved into its subtree meanwhile (grants stop at the
+ * bound; only a move goes beyond it).  in is the subtree's moved_in now.
+ */
+static void
+check_bound(const Row *rows, int w, int which, int value, int bound, long in,
+			const char *what)
+{
+	Level	   *lev = &levels[w];
+	int			kinds[3] = {V_OVER_LIMIT, V_LENT, V_ADMISSION};
+	char		text[2048];
+
+	add(&n_level_checks, 1);
+	if (lev->have_last)
+	{
+		long		most = lev->last_value[which];
+
+		if (lev->last_bound[which] > most)
+			most = lev->last_bound[which];
+		if (bound > most)
+			most = bound;
+		most += in - lev->last_in;
+		if (value > most)
+		{
+			state_text(rows, w, text, sizeof(text));
+			violation(V_MOVES, "%s: %s %d (bound %d), was %d (bound %d); %ld moved into it since",
+					  wname[w], what, value, bound, lev->last_value[which],
+					  lev->last_bound[which], in - lev->last_in);
+		}
+	}
+	lev->last_value[which] = value;
+	lev->last_bound[which] = bound;
+	if (value <= bound)
+		lev->within[which] = true;
+	else
+	{
+		if (lev->within[which])
+		{
+			state_text(rows, w, text, sizeof(text));
+			violation(kinds[which], "%s: %s %d > %d in an epoch where it was seen within (no move into it, no limit lowered); %s",
+					  wname[w], what, value, bound, text);
+		}
+		else
+			add(&n_over_allowed, 1);
+	}
+	if (lev->have_prev && value > bound && value > lev->prev[which])
+	{
+		state_text(rows, w, text, sizeof(text));
+		violation(V_GREW, "%s: %s %d, was %d, over the bound %d (no move into it, no change in between); %s",
+				  wname[w], what, value, lev->prev[which], bound, text);
+	}
+	lev->prev[which] = value;
+}
+
+static void
+check_sample(const Row *rows)
+{
+	int			w;
+	char		text[2048];
+
+	for (w = 0; w < NW; w++)
+	{
+		const Row  *r = &rows[w];
+		Level	   *lev = &levels[w];
+		char		epoch[512];
+		size_t		off;
+		int			c;
+		int			sum_run = 0;
+		int			kids = 0;
+		int			want_borrowed;
+		long		in;
+
+		/* the sums, borrowed, current_limit */
+		for (c = 0; c < NW; c++)
+			if (wparent[c] == w)
+			{
+				kids++;
+				sum_run += rows[c].running;
+			}
+		if (kids > 0 && (r->running != sum_run || r->queued != 0))
+		{
+			state_text(rows, w, text, sizeof(text));
+			violation(V_SUMS, "budget %s: running %d, queued %d; its children's running adds up to %d; %s",
+					  wname[w], r->running, r->queued, sum_run, text);
+		}
+		want_borrowed = r->parent >= 0 && r->running > r->reserved ? r->running - r->reserved : 0;
+		if (r->borrowed != want_borrowed)
+			violation(V_SUMS, "%s: borrowed %d, running %d, reserved %d%s",
+					  wname[w], r->borrowed, r->running, r->reserved, r->parent < 0 ? " (a root)" : "");
+		if (r->limit != r->max_running)
+			violation(V_SUMS, "%s: current_limit %d, max_running %d (not adaptive)",
+					  wname[w], r->limit, r->max_running);
+		if (r->running > r->limit)
+		{
+			add(&n_over_limit_samples, 1);
+			if (r->running - r->limit > max_over[w])
+				max_over[w] = r->running - r->limit;
+		}
+
+		in = r->moved_in;
+		for (c = 0; c < NW; c++)
+			if (wparent[c] == w)
+				in += rows[c].moved_in;
+
+		/* the epoch: its bounds, and the moves into its subtree */
+		off = snprintf(epoch, sizeof(epoch), "%d|%d|%d|%ld|", r->limit, r->reserved,
+					   r->max_queued, r->moved_in);
+		for (c = 0; c < NW && off < sizeof(epoch); c++)
+			if (wparent[c] == w)
+				off += snprintf(epoch + off, sizeof(epoch) - off, "%d:%d:%ld,", c,
+								rows[c].reserved, rows[c].moved_in);
+		if (!lev->valid || strcmp(epoch, lev->epoch) != 0)
+		{
+			lev->valid = true;
+			strcpy(lev->epoch, epoch);
+			memset(lev->within, 0, sizeof(lev->within));
+			lev->have_prev = false;
+			add(&n_epochs, 1);
+		}
+
+		/* (a), (b), (c) */
+		check_bound(rows, w, 0, r->running, r->limit, in, "running");
+		if (kids > 0)
+		{
+			int			b;
+			int			s;
+
+			shared_part(rows, w, &b, &s);
+			check_bound(rows, w, 1, b, s, in, "borrowed sum of the children (shared part)");
+		}
+		check_bound(rows, w, 2, r->running + r->queued, r->limit + r->max_queued, in,
+					"running + queued (limit + max_queued)");
+		lev->have_prev = true;
+		lev->have_last = true;
+		lev->last_in = in;
+
+		/* no free permit beside a waiter */
+		if (kids == 0 && r->queued > 0 && path_free(rows, w))
+		{
+			state_text(rows, w, text, sizeof(text));
+			violation(V_IDLE, "%s: %d queued, yet a permit is free on its path; %s",
+					  wname[w], r->queued, text);
+		}
+	}
+}
+
+static void *
+monitor_main(void *arg)
+{
+	PGconn	   *conn = connect_or_die();
+	Row			rows[NW];
+
+	while (!__atomic_load_n(&stop_all, __ATOMIC_RELAXED))
+	{
+		if (!read_rows(conn, rows))
+		{
+			if (PQstatus(conn) == CONNECTION_BAD)
+			{
+				PQfinish(conn);
+				conn = connect_or_die();
+			}
+			sleep_ms(10);
+			continue;
+		}
+		add(&n_samples, 1);
+		check_sample(rows);
+		pthread_mutex_lock(&sync_lock);
+		if (pending)
+		{
+			int			w;
+			bool		all = true;
+
+			for (w = 0; w < NW; w++)
+				if (rows[w].max_running != expected_limit[w])
+					all = false;
+			if (all)
+			{
+				pending = false;
+				pthread_cond_signal(&sync_cond);
+			}
+		}
+		pthread_mutex_unlock(&sync_lock);
+		sleep_ms(1);
+	}
+	PQfinish(conn);
+	return arg;
+}
+
+/*---- set-up and the end ----*/
+
+static void
+setup_exec(PGconn *conn, const char *sql)
+{
+	PGresult   *res = PQexec(conn, sql);
+
+	if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		fprintf(stderr, "bulkhead_stress: set-up failed: %s: %s", sql, PQresultErrorMessage(res));
+		exit(2);
+	}
+	PQclear(res);
+}
+
+static void
+setup_workloads(PGconn *conn)
+{
+	char		sql[768];
+	int			i;
+	int			w;
+	Row			rows[NW];
+	bool		loaded = false;
+
+	setup_exec(conn, "DELETE FROM bulkhead_workload WHERE name ~ " WORKLOAD_PATTERN);
+	for (i = 0; i < NW; i++)
+	{
+		const Cfg  *c;
+		char		parent[80];
+		char		mh[32];
+		char		mt[80];
+
+		w = insert_order[i];
+		c = &initial_cfg[w];
+		snprintf(parent, sizeof(parent), wparent[w] < 0 ? "NULL" : "'%s'",
+				 wparent[w] < 0 ? "" : wname[wparent[w]]);
+		snprintf(mh, sizeof(mh), c->max_hold_ms > 0 ? "'%d ms'" : "NULL", c->max_hold_ms);
+		snprintf(mt, sizeof(mt), c->move_to >= 0 ? "'%s'" : "NULL",
+				 c->move_to >= 0 ? wname[c->move_to] : "");
+		snprintf(sql, sizeof(sql),
+				 "INSERT INTO bulkhead_workload (name, max_running, max_queued, queue_timeout,"
+				 " statement_timeout, parent, reserved, max_hold, on_max_hold, move_to)"
+				 " VALUES ('%s', %d, %d, '%d ms', %s, %s, %d, %s, '%s', %s)",
+				 wname[w], c->max_running, c->max_queued, QUEUE_TIMEOUT_MS,
+				 w == W_SLOW ? "'" SLOW_STATEMENT_TIMEOUT "'" : "NULL", parent, c->reserved,
+				 mh, action_name[c->action], mt);
+		setup_exec(conn, sql);
+		hold_ms_now[w] = c->max_hold_ms;
+	}
+	for (i = 0; i < 1000 && !loaded; i++)
+	{
+		PGresult   *res = PQexec(conn, "SELECT count(*) FROM bulkhead_stats WHERE workload ~ "
+									WORKLOAD_PATTERN);
+
+		loaded = PQresultStatus(res) == PGRES_TUPLES_OK && atoi(PQgetvalue(res, 0, 0)) == NW;
+		PQclear(res);
+		if (!loaded)
+			sleep_ms(10);
+	}
+	if (!loaded || !read_rows(conn, rows))
+	{
+		fprintf(stderr, "bulkhead_stress: set-up failed: the workloads were not loaded\n");
+		exit(2);
+	}
+	for (w = 0; w < NW; w++)
+	{
+		/* the counts of an earlier run of the same names, if any */
+		snprintf(sql, sizeof(sql), "SELECT bulkhead_stats_reset('%s')", wname[w]);
+		setup_exec(conn, sql);
+	}
+	if (!read_rows(conn, rows))
+		exit(2);
+	for (w = 0; w < NW; w++)
+		if (rows[w].max_running != initial_cfg[w].max_running || rows[w].acquired != 0 ||
+			rows[w].moved_in != 0)
+		{
+			fprintf(stderr, "bulkhead_stress: set-up failed: %s was not loaded as defined\n",
+					wname[w]);
+			exit(2);
+		}
+}
+
+/* the end: all back to zero within 10 s, the accounting of every permit */
+static void
+check_end(PGconn *conn, Row *rows)
+{
+	int			i;
+	int			w;
+	bool		idle = false;
+	PGresult   *res;
+	long		acq = 0,
+				rel = 0,
+				in = 0,
+				out = 0,
+				leaves_acq = 0,
+				leaves_rel = 0;
+
+	for (i = 0; i < 1000; i++)
+	{
+		if (read_rows(conn, rows))
+		{
+			idle = true;
+			for (w = 0; w < NW; w++)
+				if (rows[w].running != 0 || rows[w].queued != 0)
+					idle = false;
+			if (idle)
+				break;
+		}
+		sleep_ms(10);
+	}
+	if (!idle)
+		for (w = 0; w < NW; w++)
+			if (rows[w].running != 0 || rows[w].queued != 0)
+				violation(V_END, "%s: running %d, queued %d 10 s after the clients ended",
+						  wname[w], rows[w].running, rows[w].queued);
+	res = PQexec(conn, "SELECT count(*) FROM bulkhead_activity WHERE workload ~ " WORKLOAD_PATTERN);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		tool_error("end: %s", PQresultErrorMessage(res));
+	else if (atoi(PQgetvalue(res, 0, 0)) != 0)
+		violation(V_END, "%s rows of bulkhead_activity left after the clients ended",
+				  PQgetvalue(res, 0, 0));
+	PQclear(res);
+	read_rows(conn, rows);
+	printf("\n%-9s %-7s %5s %10s %10s %9s %9s %9s %8s\n", "workload", "parent", "limit",
+		   "acquired", "released", "over_hold", "moved_out", "moved_in", "max_over");
+	for (w = 0; w < NW; w++)
+	{
+		const Row  *r = &rows[w];
+
+		printf("%-9s %-7s %5d %10ld %10ld %9ld %9ld %9ld %8d\n", wname[w],
+			   wparent[w] >= 0 ? wname[wparent[w]] : "-", r->limit, r->acquired,
+			   r->released, r->over_hold, r->moved_out, r->moved_in, max_over[w]);
+		if (is_budget(w))
+			continue;
+		acq += r->acquired;
+		rel += r->released;
+		in += r->moved_in;
+		out += r->moved_out;
+		if (wparent[w] == W_ROOT)
+		{
+			leaves_acq += r->acquired;
+			leaves_rel += r->released;
+		}
+		if (r->acquired + r->moved_in != r->released + r->moved_out)
+			violation(V_END, "%s: acquired %ld + moved_in %ld != released %ld + moved_out %ld",
+					  wname[w], r->acquired, r->moved_in, r->released, r->moved_out);
+		if (r->over_hold < r->moved_out)
+			violation(V_END, "%s: moved_out %ld > over_hold %ld", wname[w], r->moved_out,
+					  r->over_hold);
+		if (r->acquired == 0)
+			tool_error("%s: no permit was acquired in the run", wname[w]);
+	}
+	if (acq != rel)
+		violation(V_END, "summed over the workloads: acquired %ld, released %ld", acq, rel);
+	if (in != out)
+		violation(V_END, "summed over the workloads: moved_in %ld, moved_out %ld", in, out);
+	if (rows[W_ROOT].acquired != leaves_acq || rows[W_ROOT].released != leaves_rel)
+		violation(V_END, "ht_root: acquired %ld, released %ld; its leaves' add up to %ld, %ld",
+				  rows[W_ROOT].acquired, rows[W_ROOT].released, leaves_acq, leaves_rel);
+	if (rows[W_ROOT].moved_in != 0 || rows[W_ROOT].moved_out != 0 || rows[W_ROOT].over_hold != 0)
+		violation(V_END, "ht_root (a budget) counts moves or holders: over_hold %ld, moved_out %ld, moved_in %ld",
+				  rows[W_ROOT].over_hold, rows[W_ROOT].moved_out, rows[W_ROOT].moved_in);
+	printf("summed over the workloads that take permits: acquired %ld, released %ld, moved %ld\n",
+		   acq, rel, out);
+	/* the mix must have been exercised */
+	if (rows[W_MOVE].moved_out == 0 || rows[W_A].moved_out == 0)
+		tool_error("no permit was moved from hp_move (%ld) or from ht_a (%ld)",
+				   rows[W_MOVE].moved_out, rows[W_A].moved_out);
+	if (rows[W_CANCEL].over_hold == 0 || rows[W_TERM].over_hold == 0 || rows[W_LOG].over_hold == 0)
+		tool_error("no holder past max_hold in hp_log, hp_cancel or hp_term");
+}
+
+int
+hold_stress_main(int clients, int seconds, const char *conninfo_arg, uint64_t seed_arg)
+{
+	PGconn	   *conn;
+	pthread_t  *threads;
+	pthread_t	monitor;
+	pthread_t	changer;
+	pthread_t	chaos;
+	int			i;
+	long		ops = 0;
+	long		nviol = 0;
+	long		nchanges = 0;
+	long		over_hold = 0;
+	double		runtime;
+	Row			rows[NW];
+
+	conninfo = conninfo_arg;
+	nclients = clients;
+	seed = seed_arg ? seed_arg : ((uint64_t) time(NULL) ^ ((uint64_t) getpid() << 20));
+	conn = connect_or_die();
+	setup_workloads(conn);
+	printf("holds mode: %d clients, %d s, seed %" PRIu64 "\n", clients, seconds, seed);
+	fflush(stdout);
+
+	client_pid = calloc(clients, sizeof(int));
+	threads = calloc(clients, sizeof(pthread_t));
+	t_start = now_us();
+	end_at = t_start + (int64_t) seconds * 1000000;
+	pthread_create(&monitor, NULL, monitor_main, NULL);
+	for (i = 0; i < clients; i++)
+		pthread_create(&threads[i], NULL, client_main, (void *) (intptr_t) i);
+	pthread_create(&changer, NULL, changer_main, NULL);
+	pthread_create(&chaos, NULL, chaos_main, NULL);
+	pthread_join(chaos, NULL);
+	pthread_join(changer, NULL);
+	for (i = 0; i < clients; i++)
+		pthread_join(threads[i], NULL);
+	runtime = (now_us() - t_start) / 1e6;
+	/* the monitor keeps checking while the permits come back */
+	check_end(conn, rows);
+	__atomic_store_n(&stop_all, 1, __ATOMIC_RELAXED);
+	pthread_join(monitor, NULL);
+	PQfinish(conn);
+
+	for (i = 0; i < NOPS; i++)
+		ops += n_ops[i];
+	for (i = 0; i < NCH; i++)
+		nchanges += i == CH_INVALID ? 0 : n_changes[i];
+	for (i = 0; i < NV; i++)
+		nviol += n_viol[i];
+	for (i = 0; i < NW; i++)
+		over_hold += rows[i].over_hold;
+	printf("\noperations: %ld (%.0f/s):", ops, ops / runtime);
+	for (i = 0; i < NOPS; i++)
+		printf(" %s %ld%s", op_name[i], n_ops[i], i < NOPS - 1 ? "," : "\n");
+	printf("holds:");
+	for (i = 0; i < NHOLDS; i++)
+		printf(" %s %ld,", hold_name[i], n_holds[i]);
+	printf(" of them idle in a transaction %ld; by length: under max_hold %ld, around it %ld,"
+		   " 2-4x %ld, 4-8x %ld\n", n_idle_in_xact, n_hold_class[0], n_hold_class[1],
+		   n_hold_class[2], n_hold_class[3]);
+	printf("statements:");
+	for (i = 0; i < NOUTCOMES; i++)
+		printf(" %s %ld%s", outcome_name[i], n_outcome[i], i < NOUTCOMES - 1 ? "," : "\n");
+	printf("own permit looked at: in its workload %ld, moved %ld; looks taken again (the permit"
+		   " moved while bulkhead_activity read the workloads: 0 or 2 rows) %ld\n",
+		   n_seen_own, n_seen_moved, n_seen_mid_move);
+	printf("chaos: %ld cancels, %ld terminations sent; %ld reconnects\n",
+		   n_cancels_sent, n_terminates_sent, n_reconnects);
+	printf("changes: %ld:", nchanges);
+	for (i = 0; i < NCH; i++)
+		printf(" %s %ld%s", change_name[i], n_changes[i], i < NCH - 1 ? "," : "");
+	printf(" (limits up %ld, down %ld, to 0 %ld; longest wait for the monitor to see a limit %ld ms)\n",
+		   n_limit_up, n_limit_down, n_limit_zero, n_change_waits_ms_max);
+	printf("monitor: %ld samples, %ld bound checks, %ld epochs, %ld samples of a level over its limit,"
+		   " %ld samples out of a bound in an epoch not yet seen within it (allowed)\n",
+		   n_samples, n_level_checks, n_epochs, n_over_limit_samples, n_over_allowed);
+	printf("violations: %ld", nviol);
+	for (i = 0; i < NV; i++)
+		if (n_viol[i])
+			printf("; %s %ld", v_name[i], n_viol[i]);
+	printf("\n");
+	if (n_tool_errors)
+		printf("tool errors: %ld\n", n_tool_errors);
+	printf("runtime: %.1f s\n", runtime);
+	printf("summary: %ld operations, %ld over max_hold, %ld moved, %ld changes, %ld violations\n",
+		   ops, over_hold, rows[W_MOVE].moved_out + rows[W_A].moved_out + rows[W_LOG].moved_out +
+		   rows[W_CANCEL].moved_out + rows[W_TERM].moved_out + rows[W_SLOW].moved_out +
+		   rows[W_B].moved_out + rows[W_C].moved_out, nchanges, nviol);
+	if (nviol > 0)
+		return 1;
+	return n_tool_errors > 0 ? 2 : 0;
+}
