@@ -376,7 +376,7 @@ for item in "${PLAN[@]}"; do
         # the stress tool at half its default lengths: 48 clients for 30 s,
         # the deadlock modes and the guards 10 s each (a smoke run; long
         # runs: test/stress/README.md)
-        stress) DEADLOCK_SECONDS=10 GUARD_SECONDS=10 \
+        stress) DEADLOCK_SECONDS=10 GUARD_SECONDS=10 BUDGET_SECONDS=10 HOLD_SECONDS=10 \
                     run_script_phase stress "$major" test/stress/run.sh 48 30 ;;
         alerts) run_script_phase alerts "$major" monitoring/prometheus/tests/run.sh ;;
         *) run_script_phase "$suite" "$major" ;;
