@@ -167,7 +167,6 @@ static const Cfg initial_cfg[NW] = {
 #define MAX_BUDGET_LIMIT 16
 #define MAX_LEAF_LIMIT 6
 #define MAX_RESERVED 4
-#define CLIENT_STATEMENT_TIMEOUT "20s"
 
 /*---- shared state ----*/
 
@@ -191,14 +190,12 @@ static const char *const op_name[NOPS] = {
 };
 static long n_ops[NOPS];
 
-typedef enum Outcome
-{
-	O_OK, O_FULL, O_TIMEOUT, O_CANCEL, O_DEADLOCK, O_WRONGTYPE, O_GONE,
-	O_HUNG, O_OTHER, NOUTCOMES
-} Outcome;
+/* the outcomes this mode can see (no guard here: no O_GUARD) */
 static const char *const outcome_name[NOUTCOMES] = {
-	"ok", "full", "timeout", "cancelled", "deadlock", "42809", "killed",
-	"hung(20s)", "other"
+	[O_OK] = "ok", [O_FULL] = "full", [O_TIMEOUT] = "timeout",
+	[O_CANCEL] = "cancelled", [O_DEADLOCK] = "deadlock",
+	[O_WRONGTYPE] = "42809", [O_GONE] = "killed", [O_HUNG] = "hung(20s)",
+	[O_OTHER] = "other"
 };
 static long n_outcome[NOUTCOMES];
 static long n_try_false;
@@ -296,160 +293,11 @@ cfg_valid(const Cfg *c)
 
 /*---- statements ----*/
 
-typedef struct Client
-{
-	int			id;
-	PGconn	   *conn;
-	uint64_t	rs;
-	bool		gated;			/* bulkhead.workload is set */
-} Client;
-
-/*
- * Run sql; classify the result.  With val, the first column of the first
- * row (if any) is copied there.
- */
-static Outcome
-run(PGconn *conn, const char *sql, char *val, size_t vallen, char *err, size_t errlen)
-{
-	PGresult   *res = PQexec(conn, sql);
-	ExecStatusType st = PQresultStatus(res);
-	const char *state;
-	const char *msg;
-	Outcome		o;
-
-	if (val)
-		val[0] = '\0';
-	if (err)
-		err[0] = '\0';
-	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
-	{
-		if (val && st == PGRES_TUPLES_OK && PQntuples(res) > 0)
-			snprintf(val, vallen, "%s", PQgetvalue(res, 0, 0));
-		PQclear(res);
-		return O_OK;
-	}
-	state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-	msg = PQresultErrorMessage(res);
-	if (err)
-		snprintf(err, errlen, "%s: %s", state ? state : "-----", msg ? msg : "");
-	if (PQstatus(conn) == CONNECTION_BAD || state == NULL)
-		o = O_GONE;
-	else if (strcmp(state, "53B01") == 0)
-		o = O_FULL;
-	else if (strcmp(state, "53B02") == 0)
-		o = O_TIMEOUT;
-	else if (strcmp(state, "57014") == 0)
-		o = (msg && strstr(msg, "statement timeout")) ? O_HUNG : O_CANCEL;
-	else if (strcmp(state, "40P01") == 0)
-		o = O_DEADLOCK;
-	else if (strcmp(state, "42809") == 0)
-		o = O_WRONGTYPE;
-	else if (strcmp(state, "57P01") == 0)
-		o = O_GONE;
-	else
-		o = O_OTHER;
-	PQclear(res);
-	return o;
-}
-
 /* a client's statement, counted; an unexpected outcome is reported */
 static Outcome
-step(Client *c, const char *sql, char *val, size_t vallen)
+step(TcClient *c, const char *sql, char *val, size_t vallen)
 {
-	char		err[512];
-	Outcome		o = run(c->conn, sql, val, vallen, err, sizeof(err));
-
-	tc_add(&n_outcome[o], 1);
-	if (o == O_HUNG)
-		tc_violation(V_HANG, "client %d: %s: %s", c->id, sql, err);
-	else if (o == O_OTHER)
-		tc_tool_error("client %d: %s: %s", c->id, sql, err);
-	return o;
-}
-
-static void
-client_connect(Client *c)
-{
-	char		err[512];
-
-	for (;;)
-	{
-		c->conn = tc_connect_or_die(conninfo);
-		c->gated = false;
-		if (run(c->conn, "SET bulkhead.exempt_superuser = off", NULL, 0, err, sizeof(err)) == O_OK &&
-			run(c->conn, "SET statement_timeout = '" CLIENT_STATEMENT_TIMEOUT "'", NULL, 0, err, sizeof(err)) == O_OK)
-			break;
-		/* a terminate or a cancel between connecting and setting up: again */
-		PQfinish(c->conn);
-	}
-	__atomic_store_n(&client_pid[c->id], PQbackendPID(c->conn), __ATOMIC_RELAXED);
-}
-
-static void
-client_reconnect(Client *c)
-{
-	__atomic_store_n(&client_pid[c->id], 0, __ATOMIC_RELAXED);
-	PQfinish(c->conn);
-	tc_add(&n_reconnects, 1);
-	client_connect(c);
-}
-
-/*
- * After an error: roll back, leave the gate, give back every session
- * permit, and check that this backend holds or awaits nothing.  Returns
- * only once that is done (reconnecting if the backend went).
- */
-static void
-client_cleanup(Client *c)
-{
-	int			tries;
-	char		val[64];
-	char		err[512];
-
-	for (tries = 0; tries < 100; tries++)
-	{
-		Outcome		o;
-
-		if ((o = run(c->conn, "ROLLBACK", NULL, 0, err, sizeof(err))) != O_OK)
-			goto retry;
-		if (c->gated)
-		{
-			if ((o = run(c->conn, "RESET bulkhead.workload", NULL, 0, err, sizeof(err))) != O_OK)
-				goto retry;
-			c->gated = false;
-		}
-		if ((o = run(c->conn, "SELECT bulkhead_release_all()", NULL, 0, err, sizeof(err))) != O_OK)
-			goto retry;
-		if ((o = run(c->conn, "SELECT count(*) FROM bulkhead_activity WHERE pid = pg_backend_pid()",
-					 val, sizeof(val), err, sizeof(err))) != O_OK)
-			goto retry;
-		if (strcmp(val, "0") != 0)
-			tc_violation(V_CLIENT, "client %d: after ROLLBACK and bulkhead_release_all, %s rows of its own in bulkhead_activity",
-					  c->id, val);
-		return;
-retry:
-		if (o == O_GONE)
-		{
-			client_reconnect(c);
-			return;
-		}
-		/* a cancel, or the gate's automatic permit refused: again */
-		if (o != O_CANCEL && o != O_FULL && o != O_TIMEOUT)
-			tc_tool_error("client %d: clean-up: %s", c->id, err);
-	}
-	tc_tool_error("client %d: clean-up did not succeed in 100 tries; reconnecting", c->id);
-	client_reconnect(c);
-}
-
-/* the number of this backend's rows in bulkhead_activity, -1 on an error */
-static int
-own_rows(Client *c, Outcome *o)
-{
-	char		val[64];
-
-	*o = step(c, "SELECT count(*) FROM bulkhead_activity WHERE pid = pg_backend_pid()",
-			  val, sizeof(val));
-	return *o == O_OK ? atoi(val) : -1;
+	return tc_step2(c, sql, val, NULL, vallen);
 }
 
 static int
@@ -475,7 +323,7 @@ random_timeout(uint64_t *rs, char *buf, size_t len, int max_ms)
 }
 
 static Outcome
-work(Client *c)
+work(TcClient *c)
 {
 	char		sql[64];
 
@@ -488,7 +336,7 @@ work(Client *c)
  * outcome of the statement that ended it (the caller cleans up).
  */
 static Outcome
-client_op(Client *c)
+client_op(TcClient *c)
 {
 	uint64_t   *rs = &c->rs;
 	int			r = tc_pick(rs, 100);
@@ -616,7 +464,7 @@ client_op(Client *c)
 			return o;
 		if ((o = step(c, rollback ? "ROLLBACK TO SAVEPOINT s" : "RELEASE SAVEPOINT s", NULL, 0)) != O_OK)
 			return o;
-		n = own_rows(c, &o);
+		n = tc_own_rows(c, &o);
 		if (o != O_OK)
 			return o;
 		if (n != (rollback ? 0 : 1))
@@ -669,7 +517,7 @@ client_op(Client *c)
 static void *
 client_main(void *arg)
 {
-	Client		c;
+	TcClient		c;
 	int			ops = 0;
 
 	memset(&c, 0, sizeof(c));
@@ -677,26 +525,26 @@ client_main(void *arg)
 	c.rs = seed ^ ((uint64_t) (c.id + 1) * UINT64_C(0x9e3779b97f4a7c15));
 	if (c.rs == 0)
 		c.rs = 1;
-	client_connect(&c);
+	tc_client_connect(&c);
 	while (now_us() < end_at)
 	{
 		Outcome		o = client_op(&c);
 
 		if (o == O_GONE)
-			client_reconnect(&c);
+			tc_client_reconnect(&c);
 		else if (o != O_OK)
-			client_cleanup(&c);
+			tc_client_cleanup(&c);
 		else if (++ops % 8 == 0)
 		{
 			/* now and then: nothing held after a clean operation */
 			Outcome		o2;
-			int			n = own_rows(&c, &o2);
+			int			n = tc_own_rows(&c, &o2);
 
 			if (o2 == O_OK && n != 0)
 				tc_violation(V_CLIENT, "client %d: %d rows of its own in bulkhead_activity after an operation ended cleanly",
 						  c.id, n);
 			else if (o2 == O_GONE)
-				client_reconnect(&c);
+				tc_client_reconnect(&c);
 		}
 		if (o == O_FULL || o == O_TIMEOUT)
 			tc_sleep_ms(tc_pick(&c.rs, 21));
@@ -704,7 +552,7 @@ client_main(void *arg)
 			tc_sleep_ms(tc_pick(&c.rs, 4));
 	}
 	/* end: give back everything, check, leave */
-	client_cleanup(&c);
+	tc_client_cleanup(&c);
 	__atomic_store_n(&client_pid[c.id], 0, __ATOMIC_RELAXED);
 	PQfinish(c.conn);
 	return NULL;
@@ -733,7 +581,7 @@ chaos_main(void *arg)
 		{
 			snprintf(sql, sizeof(sql), "SELECT %s(%d)",
 					 terminate ? "pg_terminate_backend" : "pg_cancel_backend", pid);
-			if (run(conn, sql, NULL, 0, err, sizeof(err)) != O_OK)
+			if (tc_run(conn, sql, NULL, 0, err, sizeof(err)) != O_OK)
 			{
 				tc_tool_error("chaos: %s: %s", sql, err);
 				PQfinish(conn);
@@ -998,7 +846,7 @@ changer_main(void *arg)
 
 			if (what == NULL)
 				continue;
-			o = run(conn, sql, NULL, 0, err, sizeof(err));
+			o = tc_run(conn, sql, NULL, 0, err, sizeof(err));
 			tc_add(&n_changes[CH_INVALID], 1);
 			if (o == O_OK)
 			{
@@ -1007,7 +855,7 @@ changer_main(void *arg)
 				for (w = 0; w < NW; w++)
 				{
 					cfg_sql(cur, w, sql, sizeof(sql));
-					if (run(conn, sql, NULL, 0, err, sizeof(err)) != O_OK)
+					if (tc_run(conn, sql, NULL, 0, err, sizeof(err)) != O_OK)
 						tc_tool_error("changer: restoring after an accepted bad change: %s: %s", sql, err);
 				}
 				if (!wait_seen(cur))
@@ -1027,7 +875,7 @@ changer_main(void *arg)
 		if (kind < 0)
 			continue;
 		cfg_sql(next, w, sql, sizeof(sql));
-		if (run(conn, sql, NULL, 0, err, sizeof(err)) != O_OK)
+		if (tc_run(conn, sql, NULL, 0, err, sizeof(err)) != O_OK)
 		{
 			tc_tool_error("changer: a valid change was refused: %s: %s", sql, err);
 			if (PQstatus(conn) == CONNECTION_BAD)
@@ -1498,6 +1346,9 @@ budget_stress_main(int clients, int seconds, const char *conninfo_arg, uint64_t 
 	double		runtime;
 
 	conninfo = conninfo_arg;
+	client_pid = calloc(clients, sizeof(int));
+	tc_init(TC_BUDGETS, conninfo, n_viol, v_name, V_HANG, V_CLIENT, n_outcome,
+			client_pid, &n_reconnects);
 	nclients = clients;
 	seed = seed_arg ? seed_arg : ((uint64_t) time(NULL) ^ ((uint64_t) getpid() << 20));
 	conn = tc_connect_or_die(conninfo);
@@ -1505,10 +1356,8 @@ budget_stress_main(int clients, int seconds, const char *conninfo_arg, uint64_t 
 	printf("budgets mode: %d clients, %d s, seed %" PRIu64 "\n", clients, seconds, seed);
 	fflush(stdout);
 
-	client_pid = calloc(clients, sizeof(int));
 	threads = calloc(clients, sizeof(pthread_t));
 	tc_t_start = now_us();
-	tc_report_init(n_viol, v_name);
 	end_at = tc_t_start + (int64_t) seconds * 1000000;
 	pthread_create(&monitor, NULL, monitor_main, NULL);
 	for (i = 0; i < clients; i++)
@@ -1537,7 +1386,8 @@ budget_stress_main(int clients, int seconds, const char *conninfo_arg, uint64_t 
 		printf(" %s %ld%s", op_name[i], n_ops[i], i < NOPS - 1 ? "," : "\n");
 	printf("statements:");
 	for (i = 0; i < NOUTCOMES; i++)
-		printf(" %s %ld%s", outcome_name[i], n_outcome[i], i < NOUTCOMES - 1 ? "," : "");
+		if (outcome_name[i] != NULL)
+			printf(" %s %ld%s", outcome_name[i], n_outcome[i], i < NOUTCOMES - 1 ? "," : "");
 	printf("; try_ false %ld\n", n_try_false);
 	printf("chaos: %ld cancels, %ld terminations sent; %ld reconnects\n",
 		   n_cancels_sent, n_terminates_sent, n_reconnects);

@@ -180,7 +180,6 @@ static const int pick_weight[NW] = {
 
 #define QUEUE_TIMEOUT_MS 200
 #define SLOW_STATEMENT_TIMEOUT "1500ms"
-#define CLIENT_STATEMENT_TIMEOUT_S 20
 #define MAX_HOLD_MS 3000
 
 /*---- shared state ----*/
@@ -213,14 +212,11 @@ static long n_holds[NHOLDS];
 static long n_hold_class[4];	/* shorter, around, 2-4x, 4-8x max_hold */
 static long n_idle_in_xact;
 
-typedef enum Outcome
-{
-	O_OK, O_FULL, O_TIMEOUT, O_CANCEL, O_GUARD, O_GONE, O_HUNG, O_OTHER,
-	NOUTCOMES
-} Outcome;
+/* the outcomes this mode can see (40P01 and 42809 are "other" here) */
 static const char *const outcome_name[NOUTCOMES] = {
-	"ok", "full", "timeout", "cancelled", "statement_timeout (guard)", "killed",
-	"hung(20s)", "other"
+	[O_OK] = "ok", [O_FULL] = "full", [O_TIMEOUT] = "timeout",
+	[O_CANCEL] = "cancelled", [O_GUARD] = "statement_timeout (guard)",
+	[O_GONE] = "killed", [O_HUNG] = "hung(20s)", [O_OTHER] = "other"
 };
 static long n_outcome[NOUTCOMES];
 static long n_cancels_sent;
@@ -273,186 +269,6 @@ static bool pending;			/* expected_limit not yet seen */
 
 /*---- statements ----*/
 
-typedef struct Client
-{
-	int			id;
-	PGconn	   *conn;
-	uint64_t	rs;
-	bool		gated;			/* bulkhead.workload is set */
-} Client;
-
-/*
- * Run sql; classify the result.  With val, the first column of the first
- * row (if any) is copied there; with val2, the second.  A statement_timeout
- * that fired after less than the clients' own 20 s is a guard's (hp_slow's,
- * after a move or a direct acquire); one after 20 s is a hang.
- */
-static Outcome
-run2(PGconn *conn, const char *sql, char *val, char *val2, size_t vallen,
-	 char *err, size_t errlen)
-{
-	int64_t		t0 = now_us();
-	PGresult   *res = PQexec(conn, sql);
-	ExecStatusType st = PQresultStatus(res);
-	const char *state;
-	const char *msg;
-	Outcome		o;
-
-	if (val)
-		val[0] = '\0';
-	if (val2)
-		val2[0] = '\0';
-	if (err)
-		err[0] = '\0';
-	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
-	{
-		if (val && st == PGRES_TUPLES_OK && PQntuples(res) > 0)
-			snprintf(val, vallen, "%s", PQgetvalue(res, 0, 0));
-		if (val2 && st == PGRES_TUPLES_OK && PQntuples(res) > 0 && PQnfields(res) > 1)
-			snprintf(val2, vallen, "%s", PQgetisnull(res, 0, 1) ? "(null)" : PQgetvalue(res, 0, 1));
-		PQclear(res);
-		return O_OK;
-	}
-	state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-	msg = PQresultErrorMessage(res);
-	if (err)
-		snprintf(err, errlen, "%s: %s", state ? state : "-----", msg ? msg : "");
-	if (PQstatus(conn) == CONNECTION_BAD || state == NULL)
-		o = O_GONE;
-	else if (strcmp(state, "53B01") == 0)
-		o = O_FULL;
-	else if (strcmp(state, "53B02") == 0)
-		o = O_TIMEOUT;
-	else if (strcmp(state, "57014") == 0)
-	{
-		if (msg && strstr(msg, "statement timeout"))
-			o = now_us() - t0 >= (int64_t) (CLIENT_STATEMENT_TIMEOUT_S - 1) * 1000000 ?
-				O_HUNG : O_GUARD;
-		else
-			o = O_CANCEL;
-	}
-	else if (strcmp(state, "57P01") == 0)
-		o = O_GONE;
-	else
-		o = O_OTHER;
-	PQclear(res);
-	return o;
-}
-
-static Outcome
-run(PGconn *conn, const char *sql, char *val, size_t vallen, char *err, size_t errlen)
-{
-	return run2(conn, sql, val, NULL, vallen, err, errlen);
-}
-
-/* a client's statement, counted; an unexpected outcome is reported */
-static Outcome
-step2(Client *c, const char *sql, char *val, char *val2, size_t vallen)
-{
-	char		err[512];
-	Outcome		o = run2(c->conn, sql, val, val2, vallen, err, sizeof(err));
-
-	tc_add(&n_outcome[o], 1);
-	if (o == O_HUNG)
-		tc_violation(V_HANG, "client %d: %s: %s", c->id, sql, err);
-	else if (o == O_OTHER)
-		tc_tool_error("client %d: %s: %s", c->id, sql, err);
-	return o;
-}
-
-static Outcome
-step(Client *c, const char *sql)
-{
-	return step2(c, sql, NULL, NULL, 0);
-}
-
-static void
-client_connect(Client *c)
-{
-	char		err[512];
-	char		sql[96];
-
-	snprintf(sql, sizeof(sql), "SET statement_timeout = '%ds'", CLIENT_STATEMENT_TIMEOUT_S);
-	for (;;)
-	{
-		c->conn = tc_connect_or_die(conninfo);
-		c->gated = false;
-		if (run(c->conn, "SET bulkhead.exempt_superuser = off", NULL, 0, err, sizeof(err)) == O_OK &&
-			run(c->conn, sql, NULL, 0, err, sizeof(err)) == O_OK)
-			break;
-		/* a terminate or a cancel between connecting and setting up: again */
-		PQfinish(c->conn);
-	}
-	__atomic_store_n(&client_pid[c->id], PQbackendPID(c->conn), __ATOMIC_RELAXED);
-}
-
-static void
-client_reconnect(Client *c)
-{
-	__atomic_store_n(&client_pid[c->id], 0, __ATOMIC_RELAXED);
-	PQfinish(c->conn);
-	tc_add(&n_reconnects, 1);
-	client_connect(c);
-}
-
-/*
- * After an error: roll back, leave the gate, give back every session
- * permit, and check that this backend holds or awaits nothing.  Returns
- * only once that is done (reconnecting if the backend went).
- */
-static void
-client_cleanup(Client *c)
-{
-	int			tries;
-	char		val[64];
-	char		err[512];
-
-	for (tries = 0; tries < 100; tries++)
-	{
-		Outcome		o;
-
-		if ((o = run(c->conn, "ROLLBACK", NULL, 0, err, sizeof(err))) != O_OK)
-			goto retry;
-		if (c->gated)
-		{
-			if ((o = run(c->conn, "RESET bulkhead.workload", NULL, 0, err, sizeof(err))) != O_OK)
-				goto retry;
-			c->gated = false;
-		}
-		if ((o = run(c->conn, "SELECT bulkhead_release_all()", NULL, 0, err, sizeof(err))) != O_OK)
-			goto retry;
-		if ((o = run(c->conn, "SELECT count(*) FROM bulkhead_activity WHERE pid = pg_backend_pid()",
-					 val, sizeof(val), err, sizeof(err))) != O_OK)
-			goto retry;
-		if (strcmp(val, "0") != 0)
-			tc_violation(V_CLIENT, "client %d: after ROLLBACK and bulkhead_release_all, %s rows of its own in bulkhead_activity",
-					  c->id, val);
-		return;
-retry:
-		if (o == O_GONE)
-		{
-			client_reconnect(c);
-			return;
-		}
-		/* a cancel (the chaos thread's, a late one of the worker): again */
-		if (o != O_CANCEL && o != O_FULL && o != O_TIMEOUT && o != O_GUARD)
-			tc_tool_error("client %d: clean-up: %s", c->id, err);
-	}
-	tc_tool_error("client %d: clean-up did not succeed in 100 tries; reconnecting", c->id);
-	client_reconnect(c);
-}
-
-/* the number of this backend's rows in bulkhead_activity, -1 on an error */
-static int
-own_rows(Client *c, Outcome *o)
-{
-	char		val[64];
-
-	*o = step2(c, "SELECT count(*) FROM bulkhead_activity WHERE pid = pg_backend_pid()",
-			   val, NULL, sizeof(val));
-	return *o == O_OK ? atoi(val) : -1;
-}
-
 static int
 random_workload(uint64_t *rs)
 {
@@ -504,12 +320,12 @@ hold_time(uint64_t *rs, int w)
 }
 
 static Outcome
-sleep_stmt(Client *c, int ms)
+sleep_stmt(TcClient *c, int ms)
 {
 	char		sql[64];
 
 	snprintf(sql, sizeof(sql), "SELECT pg_sleep(%d / 1000.0)", ms);
-	return step(c, sql);
+	return tc_step(c, sql);
 }
 
 /*
@@ -517,7 +333,7 @@ sleep_stmt(Client *c, int ms)
  * transaction when in_xact), or a statement then idle
  */
 static Outcome
-hold(Client *c, int ms, bool in_xact)
+hold(TcClient *c, int ms, bool in_xact)
 {
 	uint64_t   *rs = &c->rs;
 	int			kind = tc_pick(rs, 100);
@@ -562,7 +378,7 @@ hold(Client *c, int ms, bool in_xact)
  * count not 1) is counted and taken again, up to 5 times.
  */
 static Outcome
-check_own(Client *c, int w)
+check_own(TcClient *c, int w)
 {
 	char		val[320];
 	char		where[128];
@@ -574,7 +390,7 @@ check_own(Client *c, int w)
 
 	for (tries = 0;; tries++)
 	{
-		if ((o = step2(c, "SELECT count(*) || '|' || coalesce(min(workload || '/' || state), '')"
+		if ((o = tc_step2(c, "SELECT count(*) || '|' || coalesce(min(workload || '/' || state), '')"
 					   " || '|' || coalesce(min(moved_from), '(null)')"
 					   " FROM bulkhead_activity WHERE pid = pg_backend_pid()",
 					   val, NULL, sizeof(val))) != O_OK)
@@ -645,7 +461,7 @@ random_timeout(uint64_t *rs, char *buf, size_t len)
  * outcome of the statement that ended it (the caller cleans up).
  */
 static Outcome
-client_op(Client *c)
+client_op(TcClient *c)
 {
 	uint64_t   *rs = &c->rs;
 	int			r = tc_pick(rs, 100);
@@ -662,14 +478,14 @@ client_op(Client *c)
 		tc_add(&n_ops[OP_SESSION], 1);
 		random_timeout(rs, t, sizeof(t));
 		snprintf(sql, sizeof(sql), "SELECT bulkhead_acquire('%s', %s)", wname[w], t);
-		if ((o = step(c, sql)) != O_OK)
+		if ((o = tc_step(c, sql)) != O_OK)
 			return o;
 		if ((o = hold(c, ms, false)) != O_OK)
 			return o;
 		if (look && (o = check_own(c, w)) != O_OK)
 			return o;
 		snprintf(sql, sizeof(sql), "SELECT bulkhead_release('%s')", wname[w]);
-		o = step(c, sql);
+		o = tc_step(c, sql);
 		if (o == O_OTHER)
 			tc_violation(V_CLIENT, "client %d: the release of a permit it holds failed (%s)", c->id, sql);
 		return o;
@@ -678,22 +494,22 @@ client_op(Client *c)
 	{
 		/* transaction permit; idle holds are idle in transaction */
 		tc_add(&n_ops[OP_XACT], 1);
-		if ((o = step(c, "BEGIN")) != O_OK)
+		if ((o = tc_step(c, "BEGIN")) != O_OK)
 			return o;
 		random_timeout(rs, t, sizeof(t));
 		snprintf(sql, sizeof(sql), "SELECT bulkhead_acquire_xact('%s', %s)", wname[w], t);
-		if ((o = step(c, sql)) != O_OK)
+		if ((o = tc_step(c, sql)) != O_OK)
 			return o;
 		if ((o = hold(c, ms, true)) != O_OK)
 			return o;
 		if (look && (o = check_own(c, w)) != O_OK)
 			return o;
-		return step(c, tc_chance(rs, 70) ? "COMMIT" : "ROLLBACK");
+		return tc_step(c, tc_chance(rs, 70) ? "COMMIT" : "ROLLBACK");
 	}
 	/* automatic permits: bulkhead.workload, one statement or a block */
 	tc_add(&n_ops[OP_AUTO], 1);
 	snprintf(sql, sizeof(sql), "SET bulkhead.workload = '%s'", wname[w]);
-	if ((o = step(c, sql)) != O_OK)
+	if ((o = tc_step(c, sql)) != O_OK)
 		return o;
 	c->gated = true;
 	if (tc_chance(rs, 40))
@@ -704,16 +520,16 @@ client_op(Client *c)
 	}
 	else
 	{
-		if ((o = step(c, "BEGIN")) != O_OK || (o = step(c, "SELECT 1")) != O_OK)
+		if ((o = tc_step(c, "BEGIN")) != O_OK || (o = tc_step(c, "SELECT 1")) != O_OK)
 			return o;
 		if ((o = hold(c, ms, true)) != O_OK)
 			return o;
 		if (look && (o = check_own(c, w)) != O_OK)
 			return o;
-		if ((o = step(c, tc_chance(rs, 70) ? "COMMIT" : "ROLLBACK")) != O_OK)
+		if ((o = tc_step(c, tc_chance(rs, 70) ? "COMMIT" : "ROLLBACK")) != O_OK)
 			return o;
 	}
-	if ((o = step(c, "RESET bulkhead.workload")) != O_OK)
+	if ((o = tc_step(c, "RESET bulkhead.workload")) != O_OK)
 		return o;
 	c->gated = false;
 	return O_OK;
@@ -722,7 +538,7 @@ client_op(Client *c)
 static void *
 client_main(void *arg)
 {
-	Client		c;
+	TcClient		c;
 	int			ops = 0;
 
 	memset(&c, 0, sizeof(c));
@@ -730,26 +546,26 @@ client_main(void *arg)
 	c.rs = seed ^ ((uint64_t) (c.id + 1) * UINT64_C(0x9e3779b97f4a7c15));
 	if (c.rs == 0)
 		c.rs = 1;
-	client_connect(&c);
+	tc_client_connect(&c);
 	while (now_us() < end_at)
 	{
 		Outcome		o = client_op(&c);
 
 		if (o == O_GONE)
-			client_reconnect(&c);
+			tc_client_reconnect(&c);
 		else if (o != O_OK)
-			client_cleanup(&c);
+			tc_client_cleanup(&c);
 		else if (++ops % 4 == 0)
 		{
 			/* now and then: nothing held after a clean operation */
 			Outcome		o2;
-			int			n = own_rows(&c, &o2);
+			int			n = tc_own_rows(&c, &o2);
 
 			if (o2 == O_OK && n != 0)
 				tc_violation(V_CLIENT, "client %d: %d rows of its own in bulkhead_activity after an operation ended cleanly",
 						  c.id, n);
 			else if (o2 == O_GONE)
-				client_reconnect(&c);
+				tc_client_reconnect(&c);
 		}
 		if (o == O_FULL || o == O_TIMEOUT)
 			tc_sleep_ms(tc_pick(&c.rs, 51));
@@ -757,7 +573,7 @@ client_main(void *arg)
 			tc_sleep_ms(tc_pick(&c.rs, 11));
 	}
 	/* end: give back everything, check, leave */
-	client_cleanup(&c);
+	tc_client_cleanup(&c);
 	__atomic_store_n(&client_pid[c.id], 0, __ATOMIC_RELAXED);
 	PQfinish(c.conn);
 	return NULL;
@@ -786,7 +602,7 @@ chaos_main(void *arg)
 		{
 			snprintf(sql, sizeof(sql), "SELECT %s(%d)",
 					 terminate ? "pg_terminate_backend" : "pg_cancel_backend", pid);
-			if (run(conn, sql, NULL, 0, err, sizeof(err)) != O_OK)
+			if (tc_run(conn, sql, NULL, 0, err, sizeof(err)) != O_OK)
 			{
 				tc_tool_error("chaos: %s: %s", sql, err);
 				PQfinish(conn);
@@ -1017,7 +833,7 @@ changer_main(void *arg)
 			Outcome		o;
 
 			invalid_change(&rs, sql, sizeof(sql), &what);
-			o = run(conn, sql, NULL, 0, err, sizeof(err));
+			o = tc_run(conn, sql, NULL, 0, err, sizeof(err));
 			tc_add(&n_changes[CH_INVALID], 1);
 			if (o == O_OK)
 			{
@@ -1028,7 +844,7 @@ changer_main(void *arg)
 					if (is_budget(w))
 						continue;
 					cfg_sql(cur, w, sql, sizeof(sql));
-					if (run(conn, sql, NULL, 0, err, sizeof(err)) != O_OK)
+					if (tc_run(conn, sql, NULL, 0, err, sizeof(err)) != O_OK)
 						tc_tool_error("changer: restoring after an accepted bad change: %s: %s", sql, err);
 				}
 			}
@@ -1044,7 +860,7 @@ changer_main(void *arg)
 		}
 		kind = random_change(&rs, cur, next, &w);
 		cfg_sql(next, w, sql, sizeof(sql));
-		if (run(conn, sql, NULL, 0, err, sizeof(err)) != O_OK)
+		if (tc_run(conn, sql, NULL, 0, err, sizeof(err)) != O_OK)
 		{
 			tc_tool_error("changer: a valid change was refused: %s: %s", sql, err);
 			if (PQstatus(conn) == CONNECTION_BAD)
@@ -1600,6 +1416,9 @@ hold_stress_main(int clients, int seconds, const char *conninfo_arg, uint64_t se
 	Row			rows[NW];
 
 	conninfo = conninfo_arg;
+	client_pid = calloc(clients, sizeof(int));
+	tc_init(TC_HOLDS, conninfo, n_viol, v_name, V_HANG, V_CLIENT, n_outcome,
+			client_pid, &n_reconnects);
 	nclients = clients;
 	seed = seed_arg ? seed_arg : ((uint64_t) time(NULL) ^ ((uint64_t) getpid() << 20));
 	conn = tc_connect_or_die(conninfo);
@@ -1607,10 +1426,8 @@ hold_stress_main(int clients, int seconds, const char *conninfo_arg, uint64_t se
 	printf("holds mode: %d clients, %d s, seed %" PRIu64 "\n", clients, seconds, seed);
 	fflush(stdout);
 
-	client_pid = calloc(clients, sizeof(int));
 	threads = calloc(clients, sizeof(pthread_t));
 	tc_t_start = now_us();
-	tc_report_init(n_viol, v_name);
 	end_at = tc_t_start + (int64_t) seconds * 1000000;
 	pthread_create(&monitor, NULL, monitor_main, NULL);
 	for (i = 0; i < clients; i++)
@@ -1647,7 +1464,8 @@ hold_stress_main(int clients, int seconds, const char *conninfo_arg, uint64_t se
 		   n_hold_class[2], n_hold_class[3]);
 	printf("statements:");
 	for (i = 0; i < NOUTCOMES; i++)
-		printf(" %s %ld%s", outcome_name[i], n_outcome[i], i < NOUTCOMES - 1 ? "," : "\n");
+		if (outcome_name[i] != NULL)
+			printf(" %s %ld%s", outcome_name[i], n_outcome[i], i < NOUTCOMES - 1 ? "," : "\n");
 	printf("own permit looked at: in its workload %ld, moved %ld; looks taken again (the permit"
 		   " moved while bulkhead_activity read the workloads: 0 or 2 rows) %ld\n",
 		   n_seen_own, n_seen_moved, n_seen_mid_move);

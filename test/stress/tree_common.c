@@ -23,16 +23,36 @@
 int64_t		tc_t_start;
 long		tc_n_tool_errors;
 
-static long *tc_n_viol;
-static const char *const *tc_v_name;
+/* What tc_init was given */
+static struct
+{
+	TcKind		kind;
+	const char *conninfo;
+	long	   *n_viol;
+	const char *const *v_name;
+	int			v_hang;
+	int			v_client;
+	long	   *n_outcome;
+	int		   *client_pid;
+	long	   *n_reconnects;
+}			tc_mode;
 
 static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void
-tc_report_init(long *n_viol, const char *const *v_name)
+tc_init(TcKind kind, const char *conninfo, long *n_viol,
+		const char *const *v_name, int v_hang, int v_client,
+		long *n_outcome, int *client_pid, long *n_reconnects)
 {
-	tc_n_viol = n_viol;
-	tc_v_name = v_name;
+	tc_mode.kind = kind;
+	tc_mode.conninfo = conninfo;
+	tc_mode.n_viol = n_viol;
+	tc_mode.v_name = v_name;
+	tc_mode.v_hang = v_hang;
+	tc_mode.v_client = v_client;
+	tc_mode.n_outcome = n_outcome;
+	tc_mode.client_pid = client_pid;
+	tc_mode.n_reconnects = n_reconnects;
 }
 
 long
@@ -51,12 +71,12 @@ void
 tc_violation(int kind, const char *fmt,...)
 {
 	va_list		ap;
-	long		n = tc_add(&tc_n_viol[kind], 1);
+	long		n = tc_add(&tc_mode.n_viol[kind], 1);
 
 	if (n > TC_MAX_SHOWN)
 		return;
 	pthread_mutex_lock(&report_lock);
-	printf("[%8.3f s] VIOLATION %s: ", tc_elapsed_s(), tc_v_name[kind]);
+	printf("[%8.3f s] VIOLATION %s: ", tc_elapsed_s(), tc_mode.v_name[kind]);
 	va_start(ap, fmt);
 	vprintf(fmt, ap);
 	va_end(ap);
@@ -157,4 +177,182 @@ tc_connect_or_die(const char *conninfo)
 		tc_sleep_ms(100);
 	}
 	return NULL;
+}
+
+/*---- the clients' statements ----*/
+
+/*
+ * Run sql; classify the result.  With val, the first column of the first
+ * row (if any) is copied there; with val2, the second.  In the holds mode a
+ * statement_timeout that fired after less than the clients' own 20 s is a
+ * guard's (after a move or a direct acquire); one after 20 s is a hang.  In
+ * the budgets mode no guard is set: every statement_timeout is a hang.
+ */
+Outcome
+tc_run2(PGconn *conn, const char *sql, char *val, char *val2, size_t vallen,
+		char *err, size_t errlen)
+{
+	int64_t		t0 = now_us();
+	PGresult   *res = PQexec(conn, sql);
+	ExecStatusType st = PQresultStatus(res);
+	const char *state;
+	const char *msg;
+	Outcome		o;
+
+	if (val)
+		val[0] = '\0';
+	if (val2)
+		val2[0] = '\0';
+	if (err)
+		err[0] = '\0';
+	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
+	{
+		if (val && st == PGRES_TUPLES_OK && PQntuples(res) > 0)
+			snprintf(val, vallen, "%s", PQgetvalue(res, 0, 0));
+		if (val2 && st == PGRES_TUPLES_OK && PQntuples(res) > 0 && PQnfields(res) > 1)
+			snprintf(val2, vallen, "%s", PQgetisnull(res, 0, 1) ? "(null)" : PQgetvalue(res, 0, 1));
+		PQclear(res);
+		return O_OK;
+	}
+	state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+	msg = PQresultErrorMessage(res);
+	if (err)
+		snprintf(err, errlen, "%s: %s", state ? state : "-----", msg ? msg : "");
+	if (PQstatus(conn) == CONNECTION_BAD || state == NULL)
+		o = O_GONE;
+	else if (strcmp(state, "53B01") == 0)
+		o = O_FULL;
+	else if (strcmp(state, "53B02") == 0)
+		o = O_TIMEOUT;
+	else if (strcmp(state, "57014") == 0)
+	{
+		if (msg && strstr(msg, "statement timeout"))
+			o = tc_mode.kind == TC_BUDGETS ||
+				now_us() - t0 >= (int64_t) (TC_CLIENT_STATEMENT_TIMEOUT_S - 1) * 1000000 ?
+				O_HUNG : O_GUARD;
+		else
+			o = O_CANCEL;
+	}
+	else if (tc_mode.kind == TC_BUDGETS && strcmp(state, "40P01") == 0)
+		o = O_DEADLOCK;
+	else if (tc_mode.kind == TC_BUDGETS && strcmp(state, "42809") == 0)
+		o = O_WRONGTYPE;
+	else if (strcmp(state, "57P01") == 0)
+		o = O_GONE;
+	else
+		o = O_OTHER;
+	PQclear(res);
+	return o;
+}
+
+Outcome
+tc_run(PGconn *conn, const char *sql, char *val, size_t vallen, char *err, size_t errlen)
+{
+	return tc_run2(conn, sql, val, NULL, vallen, err, errlen);
+}
+
+Outcome
+tc_step2(TcClient *c, const char *sql, char *val, char *val2, size_t vallen)
+{
+	char		err[512];
+	Outcome		o = tc_run2(c->conn, sql, val, val2, vallen, err, sizeof(err));
+
+	tc_add(&tc_mode.n_outcome[o], 1);
+	if (o == O_HUNG)
+		tc_violation(tc_mode.v_hang, "client %d: %s: %s", c->id, sql, err);
+	else if (o == O_OTHER)
+		tc_tool_error("client %d: %s: %s", c->id, sql, err);
+	return o;
+}
+
+Outcome
+tc_step(TcClient *c, const char *sql)
+{
+	return tc_step2(c, sql, NULL, NULL, 0);
+}
+
+void
+tc_client_connect(TcClient *c)
+{
+	char		err[512];
+	char		sql[96];
+
+	snprintf(sql, sizeof(sql), "SET statement_timeout = '%ds'", TC_CLIENT_STATEMENT_TIMEOUT_S);
+	for (;;)
+	{
+		c->conn = tc_connect_or_die(tc_mode.conninfo);
+		c->gated = false;
+		if (tc_run(c->conn, "SET bulkhead.exempt_superuser = off", NULL, 0, err, sizeof(err)) == O_OK &&
+			tc_run(c->conn, sql, NULL, 0, err, sizeof(err)) == O_OK)
+			break;
+		/* a terminate or a cancel between connecting and setting up: again */
+		PQfinish(c->conn);
+	}
+	__atomic_store_n(&tc_mode.client_pid[c->id], PQbackendPID(c->conn), __ATOMIC_RELAXED);
+}
+
+void
+tc_client_reconnect(TcClient *c)
+{
+	__atomic_store_n(&tc_mode.client_pid[c->id], 0, __ATOMIC_RELAXED);
+	PQfinish(c->conn);
+	tc_add(tc_mode.n_reconnects, 1);
+	tc_client_connect(c);
+}
+
+/* Returns only once done (reconnecting if the backend went) */
+void
+tc_client_cleanup(TcClient *c)
+{
+	int			tries;
+	char		val[64];
+	char		err[512];
+
+	for (tries = 0; tries < 100; tries++)
+	{
+		Outcome		o;
+
+		if ((o = tc_run(c->conn, "ROLLBACK", NULL, 0, err, sizeof(err))) != O_OK)
+			goto retry;
+		if (c->gated)
+		{
+			if ((o = tc_run(c->conn, "RESET bulkhead.workload", NULL, 0, err, sizeof(err))) != O_OK)
+				goto retry;
+			c->gated = false;
+		}
+		if ((o = tc_run(c->conn, "SELECT bulkhead_release_all()", NULL, 0, err, sizeof(err))) != O_OK)
+			goto retry;
+		if ((o = tc_run(c->conn, "SELECT count(*) FROM bulkhead_activity WHERE pid = pg_backend_pid()",
+						val, sizeof(val), err, sizeof(err))) != O_OK)
+			goto retry;
+		if (strcmp(val, "0") != 0)
+			tc_violation(tc_mode.v_client, "client %d: after ROLLBACK and bulkhead_release_all, %s rows of its own in bulkhead_activity",
+						 c->id, val);
+		return;
+retry:
+		if (o == O_GONE)
+		{
+			tc_client_reconnect(c);
+			return;
+		}
+
+		/*
+		 * A cancel (the chaos thread's, a late one of the worker), the
+		 * gate's automatic permit refused, a guard's timeout: again
+		 */
+		if (o != O_CANCEL && o != O_FULL && o != O_TIMEOUT && o != O_GUARD)
+			tc_tool_error("client %d: clean-up: %s", c->id, err);
+	}
+	tc_tool_error("client %d: clean-up did not succeed in 100 tries; reconnecting", c->id);
+	tc_client_reconnect(c);
+}
+
+int
+tc_own_rows(TcClient *c, Outcome *o)
+{
+	char		val[64];
+
+	*o = tc_step2(c, "SELECT count(*) FROM bulkhead_activity WHERE pid = pg_backend_pid()",
+				  val, NULL, sizeof(val));
+	return *o == O_OK ? atoi(val) : -1;
 }

@@ -16,6 +16,7 @@
 #define TREE_COMMON_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <libpq-fe.h>
@@ -29,8 +30,27 @@ extern int64_t tc_t_start;
 /* tool errors reported so far */
 extern long tc_n_tool_errors;
 
-/* the mode's violation counters and names, indexed by kind */
-extern void tc_report_init(long *n_viol, const char *const *v_name);
+/* The mode that runs */
+typedef enum TcKind
+{
+	TC_BUDGETS,					/* 40P01 and 42809 are O_DEADLOCK and
+								 * O_WRONGTYPE; every statement_timeout is a
+								 * hang (no guard is set) */
+	TC_HOLDS					/* 40P01 and 42809 are O_OTHER; a
+								 * statement_timeout before the clients' own
+								 * is a guard's (O_GUARD) */
+} TcKind;
+
+/*
+ * Set up before the mode reports anything or connects a client: the mode's
+ * violation counters and names (v_hang: the kind of a statement that hung,
+ * v_client: of a client's own rows left after its clean-up), the counters
+ * of the clients' outcomes, each client's backend pid (0 if none) and the
+ * count of reconnections, all kept by the mode.
+ */
+extern void tc_init(TcKind kind, const char *conninfo, long *n_viol,
+					const char *const *v_name, int v_hang, int v_client,
+					long *n_outcome, int *client_pid, long *n_reconnects);
 
 /* counters, added to with __atomic; returns the new value */
 extern long tc_add(long *counter, long n);
@@ -63,5 +83,51 @@ extern int	tc_windex(const char *const *names, int n, const char *name);
 
 /* a connection, with notices silenced; exits with status 2 after 50 failures */
 extern PGconn *tc_connect_or_die(const char *conninfo);
+
+/*---- the clients' statements ----*/
+
+/* the clients' statement_timeout: a statement that runs this long hung */
+#define TC_CLIENT_STATEMENT_TIMEOUT_S 20
+
+/* The outcome of a statement (each mode names those it can see) */
+typedef enum Outcome
+{
+	O_OK, O_FULL, O_TIMEOUT, O_CANCEL, O_DEADLOCK, O_WRONGTYPE, O_GUARD,
+	O_GONE, O_HUNG, O_OTHER, NOUTCOMES
+} Outcome;
+
+typedef struct TcClient
+{
+	int			id;
+	PGconn	   *conn;
+	uint64_t	rs;
+	bool		gated;			/* bulkhead.workload is set */
+} TcClient;
+
+/*
+ * Run sql; classify the result.  With val, the first column of the first
+ * row (if any) is copied there; with val2, the second.
+ */
+extern Outcome tc_run2(PGconn *conn, const char *sql, char *val, char *val2,
+					   size_t vallen, char *err, size_t errlen);
+extern Outcome tc_run(PGconn *conn, const char *sql, char *val, size_t vallen,
+					  char *err, size_t errlen);
+
+/* a client's statement, counted; an unexpected outcome is reported */
+extern Outcome tc_step2(TcClient *c, const char *sql, char *val, char *val2,
+						size_t vallen);
+extern Outcome tc_step(TcClient *c, const char *sql);
+
+extern void tc_client_connect(TcClient *c);
+extern void tc_client_reconnect(TcClient *c);
+
+/*
+ * After an error: roll back, leave the gate, give back every session
+ * permit, and check that this backend holds or awaits nothing.
+ */
+extern void tc_client_cleanup(TcClient *c);
+
+/* the number of this backend's rows in bulkhead_activity, -1 on an error */
+extern int	tc_own_rows(TcClient *c, Outcome *o);
 
 #endif							/* TREE_COMMON_H */
