@@ -517,44 +517,9 @@ client_op(TcClient *c)
 static void *
 client_main(void *arg)
 {
-	TcClient		c;
-	int			ops = 0;
+	static const TcClientWay way = {client_op, 8, 3, 20};
 
-	memset(&c, 0, sizeof(c));
-	c.id = (int) (intptr_t) arg;
-	c.rs = seed ^ ((uint64_t) (c.id + 1) * UINT64_C(0x9e3779b97f4a7c15));
-	if (c.rs == 0)
-		c.rs = 1;
-	tc_client_connect(&c);
-	while (now_us() < end_at)
-	{
-		Outcome		o = client_op(&c);
-
-		if (o == O_GONE)
-			tc_client_reconnect(&c);
-		else if (o != O_OK)
-			tc_client_cleanup(&c);
-		else if (++ops % 8 == 0)
-		{
-			/* now and then: nothing held after a clean operation */
-			Outcome		o2;
-			int			n = tc_own_rows(&c, &o2);
-
-			if (o2 == O_OK && n != 0)
-				tc_violation(V_CLIENT, "client %d: %d rows of its own in bulkhead_activity after an operation ended cleanly",
-						  c.id, n);
-			else if (o2 == O_GONE)
-				tc_client_reconnect(&c);
-		}
-		if (o == O_FULL || o == O_TIMEOUT)
-			tc_sleep_ms(tc_pick(&c.rs, 21));
-		else
-			tc_sleep_ms(tc_pick(&c.rs, 4));
-	}
-	/* end: give back everything, check, leave */
-	tc_client_cleanup(&c);
-	__atomic_store_n(&client_pid[c.id], 0, __ATOMIC_RELAXED);
-	PQfinish(c.conn);
+	tc_client_run((int) (intptr_t) arg, seed, end_at, &way);
 	return NULL;
 }
 
@@ -563,37 +528,9 @@ client_main(void *arg)
 static void *
 chaos_main(void *arg)
 {
-	uint64_t	rs = seed ^ UINT64_C(0xc4a05);
-	PGconn	   *conn = tc_connect_or_die(conninfo);
-	int64_t		next_terminate = now_us() + tc_between(&rs, 100, 700) * 1000;
-	char		err[512];
+	static const TcChaosWay way = {100, 700, 4, 20};
 
-	if (rs == 0)
-		rs = 1;
-	while (now_us() < end_at)
-	{
-		int			i = tc_pick(&rs, nclients);
-		int			pid = __atomic_load_n(&client_pid[i], __ATOMIC_RELAXED);
-		bool		terminate = now_us() >= next_terminate;
-		char		sql[96];
-
-		if (pid != 0)
-		{
-			snprintf(sql, sizeof(sql), "SELECT %s(%d)",
-					 terminate ? "pg_terminate_backend" : "pg_cancel_backend", pid);
-			if (tc_run(conn, sql, NULL, 0, err, sizeof(err)) != O_OK)
-			{
-				tc_tool_error("chaos: %s: %s", sql, err);
-				PQfinish(conn);
-				conn = tc_connect_or_die(conninfo);
-			}
-			tc_add(terminate ? &n_terminates_sent : &n_cancels_sent, 1);
-			if (terminate)
-				next_terminate = now_us() + tc_between(&rs, 100, 700) * 1000;
-		}
-		tc_sleep_ms(tc_between(&rs, 4, 20));
-	}
-	PQfinish(conn);
+	tc_chaos_run(seed, end_at, nclients, &way, &n_cancels_sent, &n_terminates_sent);
 	return arg;
 }
 

@@ -67,6 +67,18 @@ tc_elapsed_s(void)
 	return (now_us() - tc_t_start) / 1e6;
 }
 
+/* one line: "[time] what kind: message", whole among the threads' */
+static void
+report(const char *what, const char *kind, const char *fmt, va_list ap)
+{
+	pthread_mutex_lock(&report_lock);
+	printf("[%8.3f s] %s%s: ", tc_elapsed_s(), what, kind);
+	vprintf(fmt, ap);
+	printf("\n");
+	fflush(stdout);
+	pthread_mutex_unlock(&report_lock);
+}
+
 void
 tc_violation(int kind, const char *fmt,...)
 {
@@ -75,14 +87,9 @@ tc_violation(int kind, const char *fmt,...)
 
 	if (n > TC_MAX_SHOWN)
 		return;
-	pthread_mutex_lock(&report_lock);
-	printf("[%8.3f s] VIOLATION %s: ", tc_elapsed_s(), tc_mode.v_name[kind]);
 	va_start(ap, fmt);
-	vprintf(fmt, ap);
+	report("VIOLATION ", tc_mode.v_name[kind], fmt, ap);
 	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-	pthread_mutex_unlock(&report_lock);
 }
 
 void
@@ -93,14 +100,9 @@ tc_tool_error(const char *fmt,...)
 
 	if (n > TC_MAX_SHOWN)
 		return;
-	pthread_mutex_lock(&report_lock);
-	printf("[%8.3f s] TOOL ERROR: ", tc_elapsed_s());
 	va_start(ap, fmt);
-	vprintf(fmt, ap);
+	report("TOOL ERROR", "", fmt, ap);
 	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-	pthread_mutex_unlock(&report_lock);
 }
 
 uint64_t
@@ -355,4 +357,89 @@ tc_own_rows(TcClient *c, Outcome *o)
 	*o = tc_step2(c, "SELECT count(*) FROM bulkhead_activity WHERE pid = pg_backend_pid()",
 				  val, NULL, sizeof(val));
 	return *o == O_OK ? atoi(val) : -1;
+}
+
+/*---- the client and chaos threads ----*/
+
+void
+tc_client_run(int id, uint64_t seed, int64_t end_at, const TcClientWay *way)
+{
+	TcClient	c;
+	int			ops = 0;
+
+	memset(&c, 0, sizeof(c));
+	c.id = id;
+	c.rs = seed ^ ((uint64_t) (c.id + 1) * UINT64_C(0x9e3779b97f4a7c15));
+	if (c.rs == 0)
+		c.rs = 1;
+	tc_client_connect(&c);
+	while (now_us() < end_at)
+	{
+		Outcome		o = way->op(&c);
+
+		if (o == O_GONE)
+			tc_client_reconnect(&c);
+		else if (o != O_OK)
+			tc_client_cleanup(&c);
+		else if (++ops % way->check_every == 0)
+		{
+			/* now and then: nothing held after a clean operation */
+			Outcome		o2;
+			int			n = tc_own_rows(&c, &o2);
+
+			if (o2 == O_OK && n != 0)
+				tc_violation(tc_mode.v_client, "client %d: %d rows of its own in bulkhead_activity after an operation ended cleanly",
+							 c.id, n);
+			else if (o2 == O_GONE)
+				tc_client_reconnect(&c);
+		}
+		if (o == O_FULL || o == O_TIMEOUT)
+			tc_sleep_ms(tc_pick(&c.rs, way->pause_busy_ms + 1));
+		else
+			tc_sleep_ms(tc_pick(&c.rs, way->pause_ms + 1));
+	}
+	/* end: give back everything, check, leave */
+	tc_client_cleanup(&c);
+	__atomic_store_n(&tc_mode.client_pid[c.id], 0, __ATOMIC_RELAXED);
+	PQfinish(c.conn);
+}
+
+void
+tc_chaos_run(uint64_t seed, int64_t end_at, int nclients,
+			 const TcChaosWay *way, long *n_cancels_sent,
+			 long *n_terminates_sent)
+{
+	uint64_t	rs = seed ^ UINT64_C(0xc4a05);
+	PGconn	   *conn = tc_connect_or_die(tc_mode.conninfo);
+	int64_t		next_terminate = now_us() +
+		tc_between(&rs, way->terminate_min_ms, way->terminate_max_ms) * 1000;
+	char		err[512];
+
+	if (rs == 0)
+		rs = 1;
+	while (now_us() < end_at)
+	{
+		int			i = tc_pick(&rs, nclients);
+		int			pid = __atomic_load_n(&tc_mode.client_pid[i], __ATOMIC_RELAXED);
+		bool		terminate = now_us() >= next_terminate;
+		char		sql[96];
+
+		if (pid != 0)
+		{
+			snprintf(sql, sizeof(sql), "SELECT %s(%d)",
+					 terminate ? "pg_terminate_backend" : "pg_cancel_backend", pid);
+			if (tc_run(conn, sql, NULL, 0, err, sizeof(err)) != O_OK)
+			{
+				tc_tool_error("chaos: %s: %s", sql, err);
+				PQfinish(conn);
+				conn = tc_connect_or_die(tc_mode.conninfo);
+			}
+			tc_add(terminate ? n_terminates_sent : n_cancels_sent, 1);
+			if (terminate)
+				next_terminate = now_us() +
+					tc_between(&rs, way->terminate_min_ms, way->terminate_max_ms) * 1000;
+		}
+		tc_sleep_ms(tc_between(&rs, way->pause_min_ms, way->pause_max_ms));
+	}
+	PQfinish(conn);
 }

@@ -130,4 +130,34 @@ extern void tc_client_cleanup(TcClient *c);
 /* the number of this backend's rows in bulkhead_activity, -1 on an error */
 extern int	tc_own_rows(TcClient *c, Outcome *o);
 
+/*---- the client and chaos threads ----*/
+
+/* How a mode's clients run */
+typedef struct TcClientWay
+{
+	Outcome		(*op) (TcClient *c);	/* one operation, at random */
+	int			check_every;	/* after every this many clean operations:
+								 * no row of its own in bulkhead_activity */
+	int			pause_ms;		/* longest pause between two operations */
+	int			pause_busy_ms;	/* ... after a full queue or a timeout */
+} TcClientWay;
+
+/* Client id's loop until end_at (now_us()); its random numbers from seed */
+extern void tc_client_run(int id, uint64_t seed, int64_t end_at,
+						  const TcClientWay *way);
+
+/* How a mode's chaos thread cancels and terminates the clients */
+typedef struct TcChaosWay
+{
+	int			terminate_min_ms;	/* between two terminations */
+	int			terminate_max_ms;
+	int			pause_min_ms;	/* between two cancels */
+	int			pause_max_ms;
+} TcChaosWay;
+
+/* The chaos thread's loop until end_at, over nclients clients */
+extern void tc_chaos_run(uint64_t seed, int64_t end_at, int nclients,
+						 const TcChaosWay *way, long *n_cancels_sent,
+						 long *n_terminates_sent);
+
 #endif							/* TREE_COMMON_H */
