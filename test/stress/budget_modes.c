@@ -236,11 +236,8 @@ static const char *const v_name[NV] = {
 };
 static long n_viol[NV];
 
-/* The changer's change waiting to be seen by the monitor */
-static pthread_mutex_t sync_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t sync_cond = PTHREAD_COND_INITIALIZER;
+/* The changer's change waiting to be seen by the monitor (tc_wait_seen) */
 static Cfg expected[NW];
-static bool pending;			/* expected not yet seen */
 
 /*---- configurations ----*/
 
@@ -732,26 +729,7 @@ invalid_change(uint64_t *rs, const Cfg *cur, char *sql, size_t len, const char *
 static bool
 wait_seen(const Cfg *exp)
 {
-	struct timespec deadline;
-	int64_t		t0 = now_us();
-	bool		seen;
-	long		ms;
-
-	clock_gettime(CLOCK_REALTIME, &deadline);
-	deadline.tv_sec += 10;
-	pthread_mutex_lock(&sync_lock);
-	memcpy(expected, exp, sizeof(expected));
-	pending = true;
-	while (pending)
-		if (pthread_cond_timedwait(&sync_cond, &sync_lock, &deadline) != 0)
-			break;
-	seen = !pending;
-	pending = false;
-	pthread_mutex_unlock(&sync_lock);
-	ms = (long) ((now_us() - t0) / 1000);
-	if (ms > n_change_waits_ms_max)
-		n_change_waits_ms_max = ms;
-	return seen;
+	return tc_wait_seen(expected, exp, sizeof(expected), &n_change_waits_ms_max);
 }
 
 static void *
@@ -1103,8 +1081,10 @@ check_sample(const Row *rows)
 
 /* does the sample show the configuration exp? */
 static bool
-shows(const Row *rows, const Cfg *exp)
+shows(const void *rows_arg, const void *exp_arg)
 {
+	const Row  *rows = rows_arg;
+	const Cfg  *exp = exp_arg;
 	int			w;
 
 	for (w = 0; w < NW; w++)
@@ -1138,13 +1118,7 @@ monitor_main(void *arg)
 		tc_add(&n_samples, 1);
 		check_sample(rows);
 		memcpy(last_rows, rows, sizeof(rows));
-		pthread_mutex_lock(&sync_lock);
-		if (pending && shows(rows, expected))
-		{
-			pending = false;
-			pthread_cond_signal(&sync_cond);
-		}
-		pthread_mutex_unlock(&sync_lock);
+		tc_check_seen(shows, rows, expected);
 		tc_sleep_ms(1);
 	}
 	PQfinish(conn);

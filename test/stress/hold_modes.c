@@ -261,11 +261,8 @@ static const char *const v_name[NV] = {
 };
 static long n_viol[NV];
 
-/* The changer's limits waiting to be seen by the monitor */
-static pthread_mutex_t sync_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t sync_cond = PTHREAD_COND_INITIALIZER;
+/* The changer's limits waiting to be seen by the monitor (tc_wait_seen) */
 static int	expected_limit[NW];
-static bool pending;			/* expected_limit not yet seen */
 
 /*---- statements ----*/
 
@@ -719,28 +716,12 @@ invalid_change(uint64_t *rs, char *sql, size_t len, const char **what)
 static bool
 wait_seen(const Cfg *exp)
 {
-	struct timespec deadline;
-	int64_t		t0 = now_us();
-	bool		seen;
-	long		ms;
+	int			limit[NW];
 	int			w;
 
-	clock_gettime(CLOCK_REALTIME, &deadline);
-	deadline.tv_sec += 10;
-	pthread_mutex_lock(&sync_lock);
 	for (w = 0; w < NW; w++)
-		expected_limit[w] = exp[w].max_running;
-	pending = true;
-	while (pending)
-		if (pthread_cond_timedwait(&sync_cond, &sync_lock, &deadline) != 0)
-			break;
-	seen = !pending;
-	pending = false;
-	pthread_mutex_unlock(&sync_lock);
-	ms = (long) ((now_us() - t0) / 1000);
-	if (ms > n_change_waits_ms_max)
-		n_change_waits_ms_max = ms;
-	return seen;
+		limit[w] = exp[w].max_running;
+	return tc_wait_seen(expected_limit, limit, sizeof(expected_limit), &n_change_waits_ms_max);
 }
 
 static void *
@@ -1122,6 +1103,20 @@ check_sample(const Row *rows)
 	}
 }
 
+/* does the sample show the limits expected? */
+static bool
+shows_limits(const void *rows_arg, const void *expected)
+{
+	const Row  *rows = rows_arg;
+	const int  *limit = expected;
+	int			w;
+
+	for (w = 0; w < NW; w++)
+		if (rows[w].max_running != limit[w])
+			return false;
+	return true;
+}
+
 static void *
 monitor_main(void *arg)
 {
@@ -1142,22 +1137,7 @@ monitor_main(void *arg)
 		}
 		tc_add(&n_samples, 1);
 		check_sample(rows);
-		pthread_mutex_lock(&sync_lock);
-		if (pending)
-		{
-			int			w;
-			bool		all = true;
-
-			for (w = 0; w < NW; w++)
-				if (rows[w].max_running != expected_limit[w])
-					all = false;
-			if (all)
-			{
-				pending = false;
-				pthread_cond_signal(&sync_cond);
-			}
-		}
-		pthread_mutex_unlock(&sync_lock);
+		tc_check_seen(shows_limits, rows, expected_limit);
 		tc_sleep_ms(1);
 	}
 	PQfinish(conn);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <libpq-fe.h>
@@ -442,4 +443,48 @@ tc_chaos_run(uint64_t seed, int64_t end_at, int nclients,
 		tc_sleep_ms(tc_between(&rs, way->pause_min_ms, way->pause_max_ms));
 	}
 	PQfinish(conn);
+}
+
+/*---- the changer's change waiting to be seen by the monitor ----*/
+
+static pthread_mutex_t sync_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t sync_cond = PTHREAD_COND_INITIALIZER;
+static bool pending;			/* the mode's expected not yet seen */
+
+bool
+tc_wait_seen(void *expected, const void *change, size_t len, long *wait_ms_max)
+{
+	struct timespec deadline;
+	int64_t		t0 = now_us();
+	bool		seen;
+	long		ms;
+
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += 10;
+	pthread_mutex_lock(&sync_lock);
+	memcpy(expected, change, len);
+	pending = true;
+	while (pending)
+		if (pthread_cond_timedwait(&sync_cond, &sync_lock, &deadline) != 0)
+			break;
+	seen = !pending;
+	pending = false;
+	pthread_mutex_unlock(&sync_lock);
+	ms = (long) ((now_us() - t0) / 1000);
+	if (ms > *wait_ms_max)
+		*wait_ms_max = ms;
+	return seen;
+}
+
+void
+tc_check_seen(bool (*shows) (const void *rows, const void *expected),
+			  const void *rows, const void *expected)
+{
+	pthread_mutex_lock(&sync_lock);
+	if (pending && shows(rows, expected))
+	{
+		pending = false;
+		pthread_cond_signal(&sync_cond);
+	}
+	pthread_mutex_unlock(&sync_lock);
 }

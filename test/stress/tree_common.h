@@ -160,4 +160,22 @@ extern void tc_chaos_run(uint64_t seed, int64_t end_at, int nclients,
 						 const TcChaosWay *way, long *n_cancels_sent,
 						 long *n_terminates_sent);
 
+/*---- the changer's change waiting to be seen by the monitor ----*/
+
+/*
+ * The changer: copy len bytes of change into the mode's expected (under the
+ * lock the monitor takes), then wait until the monitor has seen it, at most
+ * 10 s.  The longest wait, in ms, is kept in *wait_ms_max.  Returns whether
+ * the monitor saw it.
+ */
+extern bool tc_wait_seen(void *expected, const void *change, size_t len,
+						 long *wait_ms_max);
+
+/*
+ * The monitor, after each sample: if a change is waiting and shows(rows,
+ * expected) says the sample shows it, wake the changer.
+ */
+extern void tc_check_seen(bool (*shows) (const void *rows, const void *expected),
+						  const void *rows, const void *expected);
+
 #endif							/* TREE_COMMON_H */
