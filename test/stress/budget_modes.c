@@ -100,6 +100,7 @@
 #include <libpq-fe.h>
 
 #include "deadlock_modes.h"
+#include "tree_common.h"
 
 /*---- the workloads ----*/
 
@@ -166,21 +167,16 @@ static const Cfg initial_cfg[NW] = {
 #define MAX_BUDGET_LIMIT 16
 #define MAX_LEAF_LIMIT 6
 #define MAX_RESERVED 4
-#define CLIENT_STATEMENT_TIMEOUT "20s"
-#define MAX_SHOWN 40
 
 /*---- shared state ----*/
 
 static const char *conninfo;
 static uint64_t seed;
 static int	nclients;
-static int64_t t_start;
 static int64_t end_at;
 static volatile int stop_all;	/* the clients have ended: the monitor ends */
 
 static int *client_pid;			/* backend pid of each client, 0 if none */
-
-static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* counters, added to with __atomic */
 enum
@@ -194,14 +190,12 @@ static const char *const op_name[NOPS] = {
 };
 static long n_ops[NOPS];
 
-typedef enum Outcome
-{
-	O_OK, O_FULL, O_TIMEOUT, O_CANCEL, O_DEADLOCK, O_WRONGTYPE, O_GONE,
-	O_HUNG, O_OTHER, NOUTCOMES
-} Outcome;
+/* the outcomes this mode can see (no guard here: no O_GUARD) */
 static const char *const outcome_name[NOUTCOMES] = {
-	"ok", "full", "timeout", "cancelled", "deadlock", "42809", "killed",
-	"hung(20s)", "other"
+	[O_OK] = "ok", [O_FULL] = "full", [O_TIMEOUT] = "timeout",
+	[O_CANCEL] = "cancelled", [O_DEADLOCK] = "deadlock",
+	[O_WRONGTYPE] = "42809", [O_GONE] = "killed", [O_HUNG] = "hung(20s)",
+	[O_OTHER] = "other"
 };
 static long n_outcome[NOUTCOMES];
 static long n_try_false;
@@ -241,109 +235,9 @@ static const char *const v_name[NV] = {
 	"a change the constraints must refuse was accepted", "statement hung"
 };
 static long n_viol[NV];
-static long n_tool_errors;
 
-/* The changer's change waiting to be seen by the monitor */
-static pthread_mutex_t sync_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t sync_cond = PTHREAD_COND_INITIALIZER;
+/* The changer's change waiting to be seen by the monitor (tc_wait_seen) */
 static Cfg expected[NW];
-static bool pending;			/* expected not yet seen */
-
-static long
-add(long *counter, long n)
-{
-	return __atomic_add_fetch(counter, n, __ATOMIC_RELAXED);
-}
-
-static double
-elapsed_s(void)
-{
-	return (now_us() - t_start) / 1e6;
-}
-
-static void
-violation(int kind, const char *fmt,...)
-{
-	va_list		ap;
-	long		n = add(&n_viol[kind], 1);
-
-	if (n > MAX_SHOWN)
-		return;
-	pthread_mutex_lock(&report_lock);
-	printf("[%8.3f s] VIOLATION %s: ", elapsed_s(), v_name[kind]);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-	pthread_mutex_unlock(&report_lock);
-}
-
-static void
-tool_error(const char *fmt,...)
-{
-	va_list		ap;
-	long		n = add(&n_tool_errors, 1);
-
-	if (n > MAX_SHOWN)
-		return;
-	pthread_mutex_lock(&report_lock);
-	printf("[%8.3f s] TOOL ERROR: ", elapsed_s());
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-	pthread_mutex_unlock(&report_lock);
-}
-
-/* per-thread xorshift64* */
-static uint64_t
-rng(uint64_t *s)
-{
-	*s ^= *s >> 12;
-	*s ^= *s << 25;
-	*s ^= *s >> 27;
-	return *s * UINT64_C(2685821657736338717);
-}
-
-/* uniform in [0, n) */
-static int
-pick(uint64_t *s, int n)
-{
-	return n <= 1 ? 0 : (int) (rng(s) % (uint64_t) n);
-}
-
-/* uniform in [lo, hi] */
-static int
-between(uint64_t *s, int lo, int hi)
-{
-	return hi <= lo ? lo : lo + pick(s, hi - lo + 1);
-}
-
-static bool
-chance(uint64_t *s, int pct)
-{
-	return pick(s, 100) < pct;
-}
-
-static void
-sleep_ms(int ms)
-{
-	if (ms > 0)
-		usleep((useconds_t) ms * 1000);
-}
-
-static int
-windex(const char *name)
-{
-	int			w;
-
-	for (w = 0; w < NW; w++)
-		if (strcmp(wname[w], name) == 0)
-			return w;
-	return -1;
-}
 
 /*---- configurations ----*/
 
@@ -396,191 +290,11 @@ cfg_valid(const Cfg *c)
 
 /*---- statements ----*/
 
-typedef struct Client
-{
-	int			id;
-	PGconn	   *conn;
-	uint64_t	rs;
-	bool		gated;			/* bulkhead.workload is set */
-} Client;
-
-/*
- * Run sql; classify the result.  With val, the first column of the first
- * row (if any) is copied there.
- */
-static Outcome
-run(PGconn *conn, const char *sql, char *val, size_t vallen, char *err, size_t errlen)
-{
-	PGresult   *res = PQexec(conn, sql);
-	ExecStatusType st = PQresultStatus(res);
-	const char *state;
-	const char *msg;
-	Outcome		o;
-
-	if (val)
-		val[0] = '\0';
-	if (err)
-		err[0] = '\0';
-	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
-	{
-		if (val && st == PGRES_TUPLES_OK && PQntuples(res) > 0)
-			snprintf(val, vallen, "%s", PQgetvalue(res, 0, 0));
-		PQclear(res);
-		return O_OK;
-	}
-	state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-	msg = PQresultErrorMessage(res);
-	if (err)
-		snprintf(err, errlen, "%s: %s", state ? state : "-----", msg ? msg : "");
-	if (PQstatus(conn) == CONNECTION_BAD || state == NULL)
-		o = O_GONE;
-	else if (strcmp(state, "53B01") == 0)
-		o = O_FULL;
-	else if (strcmp(state, "53B02") == 0)
-		o = O_TIMEOUT;
-	else if (strcmp(state, "57014") == 0)
-		o = (msg && strstr(msg, "statement timeout")) ? O_HUNG : O_CANCEL;
-	else if (strcmp(state, "40P01") == 0)
-		o = O_DEADLOCK;
-	else if (strcmp(state, "42809") == 0)
-		o = O_WRONGTYPE;
-	else if (strcmp(state, "57P01") == 0)
-		o = O_GONE;
-	else
-		o = O_OTHER;
-	PQclear(res);
-	return o;
-}
-
 /* a client's statement, counted; an unexpected outcome is reported */
 static Outcome
-step(Client *c, const char *sql, char *val, size_t vallen)
+step(TcClient *c, const char *sql, char *val, size_t vallen)
 {
-	char		err[512];
-	Outcome		o = run(c->conn, sql, val, vallen, err, sizeof(err));
-
-	add(&n_outcome[o], 1);
-	if (o == O_HUNG)
-		violation(V_HANG, "client %d: %s: %s", c->id, sql, err);
-	else if (o == O_OTHER)
-		tool_error("client %d: %s: %s", c->id, sql, err);
-	return o;
-}
-
-/* the clients' ROLLBACK outside a transaction warns: not on our output */
-static void
-quiet(void *arg, const char *message)
-{
-}
-
-static PGconn *
-connect_or_die(void)
-{
-	int			tries;
-
-	for (tries = 0; tries < 50; tries++)
-	{
-		PGconn	   *conn = PQconnectdb(conninfo);
-
-		if (PQstatus(conn) == CONNECTION_OK)
-		{
-			PQsetNoticeProcessor(conn, quiet, NULL);
-			return conn;
-		}
-		if (tries == 49)
-		{
-			fprintf(stderr, "bulkhead_stress: connection failed: %s", PQerrorMessage(conn));
-			exit(2);
-		}
-		PQfinish(conn);
-		sleep_ms(100);
-	}
-	return NULL;
-}
-
-static void
-client_connect(Client *c)
-{
-	char		err[512];
-
-	for (;;)
-	{
-		c->conn = connect_or_die();
-		c->gated = false;
-		if (run(c->conn, "SET bulkhead.exempt_superuser = off", NULL, 0, err, sizeof(err)) == O_OK &&
-			run(c->conn, "SET statement_timeout = '" CLIENT_STATEMENT_TIMEOUT "'", NULL, 0, err, sizeof(err)) == O_OK)
-			break;
-		/* a terminate or a cancel between connecting and setting up: again */
-		PQfinish(c->conn);
-	}
-	__atomic_store_n(&client_pid[c->id], PQbackendPID(c->conn), __ATOMIC_RELAXED);
-}
-
-static void
-client_reconnect(Client *c)
-{
-	__atomic_store_n(&client_pid[c->id], 0, __ATOMIC_RELAXED);
-	PQfinish(c->conn);
-	add(&n_reconnects, 1);
-	client_connect(c);
-}
-
-/*
- * After an error: roll back, leave the gate, give back every session
- * permit, and check that this backend holds or awaits nothing.  Returns
- * only once that is done (reconnecting if the backend went).
- */
-static void
-client_cleanup(Client *c)
-{
-	int			tries;
-	char		val[64];
-	char		err[512];
-
-	for (tries = 0; tries < 100; tries++)
-	{
-		Outcome		o;
-
-		if ((o = run(c->conn, "ROLLBACK", NULL, 0, err, sizeof(err))) != O_OK)
-			goto retry;
-		if (c->gated)
-		{
-			if ((o = run(c->conn, "RESET bulkhead.workload", NULL, 0, err, sizeof(err))) != O_OK)
-				goto retry;
-			c->gated = false;
-		}
-		if ((o = run(c->conn, "SELECT bulkhead_release_all()", NULL, 0, err, sizeof(err))) != O_OK)
-			goto retry;
-		if ((o = run(c->conn, "SELECT count(*) FROM bulkhead_activity WHERE pid = pg_backend_pid()",
-					 val, sizeof(val), err, sizeof(err))) != O_OK)
-			goto retry;
-		if (strcmp(val, "0") != 0)
-			violation(V_CLIENT, "client %d: after ROLLBACK and bulkhead_release_all, %s rows of its own in bulkhead_activity",
-					  c->id, val);
-		return;
-retry:
-		if (o == O_GONE)
-		{
-			client_reconnect(c);
-			return;
-		}
-		/* a cancel, or the gate's automatic permit refused: again */
-		if (o != O_CANCEL && o != O_FULL && o != O_TIMEOUT)
-			tool_error("client %d: clean-up: %s", c->id, err);
-	}
-	tool_error("client %d: clean-up did not succeed in 100 tries; reconnecting", c->id);
-	client_reconnect(c);
-}
-
-/* the number of this backend's rows in bulkhead_activity, -1 on an error */
-static int
-own_rows(Client *c, Outcome *o)
-{
-	char		val[64];
-
-	*o = step(c, "SELECT count(*) FROM bulkhead_activity WHERE pid = pg_backend_pid()",
-			  val, sizeof(val));
-	return *o == O_OK ? atoi(val) : -1;
+	return tc_step2(c, sql, val, NULL, vallen);
 }
 
 static int
@@ -588,7 +302,7 @@ random_leaf(uint64_t *rs)
 {
 	for (;;)
 	{
-		int			w = pick(rs, NW);
+		int			w = tc_pick(rs, NW);
 
 		if (!is_budget(w))
 			return w;
@@ -599,18 +313,18 @@ random_leaf(uint64_t *rs)
 static void
 random_timeout(uint64_t *rs, char *buf, size_t len, int max_ms)
 {
-	if (chance(rs, 30))
+	if (tc_chance(rs, 30))
 		snprintf(buf, len, "NULL");
 	else
-		snprintf(buf, len, "'%d ms'", pick(rs, max_ms + 1));
+		snprintf(buf, len, "'%d ms'", tc_pick(rs, max_ms + 1));
 }
 
 static Outcome
-work(Client *c)
+work(TcClient *c)
 {
 	char		sql[64];
 
-	snprintf(sql, sizeof(sql), "SELECT pg_sleep(%d / 1000.0)", pick(&c->rs, 16));
+	snprintf(sql, sizeof(sql), "SELECT pg_sleep(%d / 1000.0)", tc_pick(&c->rs, 16));
 	return step(c, sql, NULL, 0);
 }
 
@@ -619,10 +333,10 @@ work(Client *c)
  * outcome of the statement that ended it (the caller cleans up).
  */
 static Outcome
-client_op(Client *c)
+client_op(TcClient *c)
 {
 	uint64_t   *rs = &c->rs;
-	int			r = pick(rs, 100);
+	int			r = tc_pick(rs, 100);
 	int			w = random_leaf(rs);
 	char		sql[256];
 	char		t[32];
@@ -633,12 +347,12 @@ client_op(Client *c)
 	if (r < 22)
 	{
 		/* session permit */
-		add(&n_ops[OP_SESSION], 1);
+		tc_add(&n_ops[OP_SESSION], 1);
 		random_timeout(rs, t, sizeof(t), 40);
 		snprintf(sql, sizeof(sql), "SELECT bulkhead_acquire('%s', %s)", wname[w], t);
 		if ((o = step(c, sql, NULL, 0)) != O_OK)
 			return o;
-		if (chance(rs, 30))
+		if (tc_chance(rs, 30))
 		{
 			/* also inside a transaction that rolls back: the permit stays */
 			if ((o = step(c, "BEGIN", NULL, 0)) != O_OK || (o = work(c)) != O_OK ||
@@ -650,20 +364,20 @@ client_op(Client *c)
 		snprintf(sql, sizeof(sql), "SELECT bulkhead_release('%s')", wname[w]);
 		o = step(c, sql, NULL, 0);
 		if (o == O_OTHER)
-			violation(V_CLIENT, "client %d: the release of a permit it holds failed (%s)", c->id, sql);
+			tc_violation(V_CLIENT, "client %d: the release of a permit it holds failed (%s)", c->id, sql);
 		return o;
 	}
 	if (r < 36)
 	{
 		/* try, session */
-		add(&n_ops[OP_TRY], 1);
+		tc_add(&n_ops[OP_TRY], 1);
 		snprintf(sql, sizeof(sql), "SELECT bulkhead_try_acquire('%s', '%d ms')", wname[w],
-				 chance(rs, 50) ? 0 : between(rs, 1, 10));
+				 tc_chance(rs, 50) ? 0 : tc_between(rs, 1, 10));
 		if ((o = step(c, sql, val, sizeof(val))) != O_OK)
 			return o;
 		if (strcmp(val, "t") != 0)
 		{
-			add(&n_try_false, 1);
+			tc_add(&n_try_false, 1);
 			return O_OK;
 		}
 		if ((o = work(c)) != O_OK)
@@ -671,20 +385,20 @@ client_op(Client *c)
 		snprintf(sql, sizeof(sql), "SELECT bulkhead_release('%s')", wname[w]);
 		o = step(c, sql, NULL, 0);
 		if (o == O_OTHER)
-			violation(V_CLIENT, "client %d: the release of a permit it holds failed (%s)", c->id, sql);
+			tc_violation(V_CLIENT, "client %d: the release of a permit it holds failed (%s)", c->id, sql);
 		return o;
 	}
 	if (r < 58)
 	{
 		/* transaction permit, acquire or try */
-		bool		try = chance(rs, 35);
+		bool		try = tc_chance(rs, 35);
 
-		add(&n_ops[try ? OP_TRY_XACT : OP_XACT], 1);
+		tc_add(&n_ops[try ? OP_TRY_XACT : OP_XACT], 1);
 		if ((o = step(c, "BEGIN", NULL, 0)) != O_OK)
 			return o;
 		if (try)
 			snprintf(sql, sizeof(sql), "SELECT bulkhead_try_acquire_xact('%s', '%d ms')", wname[w],
-					 chance(rs, 50) ? 0 : between(rs, 1, 10));
+					 tc_chance(rs, 50) ? 0 : tc_between(rs, 1, 10));
 		else
 		{
 			random_timeout(rs, t, sizeof(t), 40);
@@ -693,17 +407,17 @@ client_op(Client *c)
 		if ((o = step(c, sql, val, sizeof(val))) != O_OK)
 			return o;
 		if (try && strcmp(val, "t") != 0)
-			add(&n_try_false, 1);
+			tc_add(&n_try_false, 1);
 		else if ((o = work(c)) != O_OK)
 			return o;
-		return step(c, chance(rs, 50) ? "COMMIT" : "ROLLBACK", NULL, 0);
+		return step(c, tc_chance(rs, 50) ? "COMMIT" : "ROLLBACK", NULL, 0);
 	}
 	if (r < 70)
 	{
 		/* a session permit of one leaf and a transaction permit of another */
 		int			w2;
 
-		add(&n_ops[OP_NESTED], 1);
+		tc_add(&n_ops[OP_NESTED], 1);
 		do
 			w2 = random_leaf(rs);
 		while (w2 == w);
@@ -718,27 +432,27 @@ client_op(Client *c)
 		if ((o = step(c, sql, NULL, 0)) != O_OK || (o = work(c)) != O_OK ||
 			(o = step(c, "COMMIT", NULL, 0)) != O_OK)
 			return o;
-		if (chance(rs, 50))
+		if (tc_chance(rs, 50))
 		{
 			if ((o = step(c, "SELECT bulkhead_release_all()", val, sizeof(val))) != O_OK)
 				return o;
 			if (strcmp(val, "1") != 0)
-				violation(V_CLIENT, "client %d: bulkhead_release_all() gave %s, holding one session permit (%s)",
+				tc_violation(V_CLIENT, "client %d: bulkhead_release_all() gave %s, holding one session permit (%s)",
 						  c->id, val, wname[w]);
 			return O_OK;
 		}
 		snprintf(sql, sizeof(sql), "SELECT bulkhead_release('%s')", wname[w]);
 		o = step(c, sql, NULL, 0);
 		if (o == O_OTHER)
-			violation(V_CLIENT, "client %d: the release of a permit it holds failed (%s)", c->id, sql);
+			tc_violation(V_CLIENT, "client %d: the release of a permit it holds failed (%s)", c->id, sql);
 		return o;
 	}
 	if (r < 80)
 	{
 		/* a transaction permit under a savepoint, rolled back or released */
-		bool		rollback = chance(rs, 50);
+		bool		rollback = tc_chance(rs, 50);
 
-		add(&n_ops[OP_SAVEPOINT], 1);
+		tc_add(&n_ops[OP_SAVEPOINT], 1);
 		if ((o = step(c, "BEGIN", NULL, 0)) != O_OK || (o = step(c, "SAVEPOINT s", NULL, 0)) != O_OK)
 			return o;
 		random_timeout(rs, t, sizeof(t), 30);
@@ -747,22 +461,22 @@ client_op(Client *c)
 			return o;
 		if ((o = step(c, rollback ? "ROLLBACK TO SAVEPOINT s" : "RELEASE SAVEPOINT s", NULL, 0)) != O_OK)
 			return o;
-		n = own_rows(c, &o);
+		n = tc_own_rows(c, &o);
 		if (o != O_OK)
 			return o;
 		if (n != (rollback ? 0 : 1))
-			violation(V_CLIENT, "client %d: %d rows of its own in bulkhead_activity after %s of a savepoint holding a permit of %s",
+			tc_violation(V_CLIENT, "client %d: %d rows of its own in bulkhead_activity after %s of a savepoint holding a permit of %s",
 					  c->id, n, rollback ? "a rollback" : "the release", wname[w]);
-		return step(c, chance(rs, 50) ? "COMMIT" : "ROLLBACK", NULL, 0);
+		return step(c, tc_chance(rs, 50) ? "COMMIT" : "ROLLBACK", NULL, 0);
 	}
 	if (r < 96)
 	{
 		/* automatic permits: bulkhead.workload */
 		int			i;
-		int			nstmt = between(rs, 1, 3);
-		bool		block = chance(rs, 60);
+		int			nstmt = tc_between(rs, 1, 3);
+		bool		block = tc_chance(rs, 60);
 
-		add(&n_ops[OP_AUTO], 1);
+		tc_add(&n_ops[OP_AUTO], 1);
 		snprintf(sql, sizeof(sql), "SET bulkhead.workload = '%s'", wname[w]);
 		if ((o = step(c, sql, NULL, 0)) != O_OK)
 			return o;
@@ -782,15 +496,15 @@ client_op(Client *c)
 	/* a budget: never acquired directly */
 	{
 		static const int budgets[] = {W_ROOT, W_M1, W_M2, W_TROOT};
-		int			b = budgets[pick(rs, 4)];
+		int			b = budgets[tc_pick(rs, 4)];
 
-		add(&n_ops[OP_BUDGET], 1);
-		snprintf(sql, sizeof(sql), chance(rs, 50) ? "SELECT bulkhead_acquire('%s', '0')" :
+		tc_add(&n_ops[OP_BUDGET], 1);
+		snprintf(sql, sizeof(sql), tc_chance(rs, 50) ? "SELECT bulkhead_acquire('%s', '0')" :
 				 "SELECT bulkhead_try_acquire('%s')", wname[b]);
 		o = step(c, sql, NULL, 0);
 		if (o == O_OK)
 		{
-			violation(V_CLIENT, "client %d: %s succeeded on a budget", c->id, sql);
+			tc_violation(V_CLIENT, "client %d: %s succeeded on a budget", c->id, sql);
 			return O_OTHER;		/* clean up: release what it got */
 		}
 		return o == O_WRONGTYPE ? O_OK : o;
@@ -800,44 +514,9 @@ client_op(Client *c)
 static void *
 client_main(void *arg)
 {
-	Client		c;
-	int			ops = 0;
+	static const TcClientWay way = {client_op, 8, 3, 20};
 
-	memset(&c, 0, sizeof(c));
-	c.id = (int) (intptr_t) arg;
-	c.rs = seed ^ ((uint64_t) (c.id + 1) * UINT64_C(0x9e3779b97f4a7c15));
-	if (c.rs == 0)
-		c.rs = 1;
-	client_connect(&c);
-	while (now_us() < end_at)
-	{
-		Outcome		o = client_op(&c);
-
-		if (o == O_GONE)
-			client_reconnect(&c);
-		else if (o != O_OK)
-			client_cleanup(&c);
-		else if (++ops % 8 == 0)
-		{
-			/* now and then: nothing held after a clean operation */
-			Outcome		o2;
-			int			n = own_rows(&c, &o2);
-
-			if (o2 == O_OK && n != 0)
-				violation(V_CLIENT, "client %d: %d rows of its own in bulkhead_activity after an operation ended cleanly",
-						  c.id, n);
-			else if (o2 == O_GONE)
-				client_reconnect(&c);
-		}
-		if (o == O_FULL || o == O_TIMEOUT)
-			sleep_ms(pick(&c.rs, 21));
-		else
-			sleep_ms(pick(&c.rs, 4));
-	}
-	/* end: give back everything, check, leave */
-	client_cleanup(&c);
-	__atomic_store_n(&client_pid[c.id], 0, __ATOMIC_RELAXED);
-	PQfinish(c.conn);
+	tc_client_run((int) (intptr_t) arg, seed, end_at, &way);
 	return NULL;
 }
 
@@ -846,37 +525,9 @@ client_main(void *arg)
 static void *
 chaos_main(void *arg)
 {
-	uint64_t	rs = seed ^ UINT64_C(0xc4a05);
-	PGconn	   *conn = connect_or_die();
-	int64_t		next_terminate = now_us() + between(&rs, 100, 700) * 1000;
-	char		err[512];
+	static const TcChaosWay way = {100, 700, 4, 20};
 
-	if (rs == 0)
-		rs = 1;
-	while (now_us() < end_at)
-	{
-		int			i = pick(&rs, nclients);
-		int			pid = __atomic_load_n(&client_pid[i], __ATOMIC_RELAXED);
-		bool		terminate = now_us() >= next_terminate;
-		char		sql[96];
-
-		if (pid != 0)
-		{
-			snprintf(sql, sizeof(sql), "SELECT %s(%d)",
-					 terminate ? "pg_terminate_backend" : "pg_cancel_backend", pid);
-			if (run(conn, sql, NULL, 0, err, sizeof(err)) != O_OK)
-			{
-				tool_error("chaos: %s: %s", sql, err);
-				PQfinish(conn);
-				conn = connect_or_die();
-			}
-			add(terminate ? &n_terminates_sent : &n_cancels_sent, 1);
-			if (terminate)
-				next_terminate = now_us() + between(&rs, 100, 700) * 1000;
-		}
-		sleep_ms(between(&rs, 4, 20));
-	}
-	PQfinish(conn);
+	tc_chaos_run(seed, end_at, nclients, &way, &n_cancels_sent, &n_terminates_sent);
 	return arg;
 }
 
@@ -908,8 +559,8 @@ random_change(uint64_t *rs, const Cfg *cur, Cfg *next, int *changed)
 
 	for (tries = 0; tries < 200; tries++)
 	{
-		int			r = pick(rs, 100);
-		int			w = pick(rs, NW);
+		int			r = tc_pick(rs, 100);
+		int			w = tc_pick(rs, NW);
 		int			kind;
 		Cfg		   *n;
 
@@ -928,14 +579,14 @@ random_change(uint64_t *rs, const Cfg *cur, Cfg *next, int *changed)
 				room = n->max_running;
 			if (room > MAX_RESERVED)
 				room = MAX_RESERVED;
-			n->reserved = between(rs, 0, room);
+			n->reserved = tc_between(rs, 0, room);
 			if (n->reserved == cur[w].reserved)
 				continue;
 		}
 		else if (r < 42)
 		{
 			kind = CH_WEIGHT;
-			n->weight = chance(rs, 10) ? (chance(rs, 50) ? 1 : 10000) : between(rs, 1, 1000);
+			n->weight = tc_chance(rs, 10) ? (tc_chance(rs, 50) ? 1 : 10000) : tc_between(rs, 1, 1000);
 			if (n->weight == cur[w].weight)
 				continue;
 		}
@@ -943,7 +594,7 @@ random_change(uint64_t *rs, const Cfg *cur, Cfg *next, int *changed)
 		{
 			/* a leaf moves, keeping its reservation if it fits */
 			static const int targets[] = {W_ROOT, W_M1, W_M2};
-			int			to = targets[pick(rs, 3)];
+			int			to = targets[tc_pick(rs, 3)];
 			int			room;
 
 			if (!is_movable(w) || to == n->parent)
@@ -951,8 +602,8 @@ random_change(uint64_t *rs, const Cfg *cur, Cfg *next, int *changed)
 			kind = CH_MOVE;
 			n->parent = to;
 			room = cur[to].max_running - child_reserved_sum(cur, to, w);
-			if (n->reserved > room || chance(rs, 40))
-				n->reserved = between(rs, 0, room < n->reserved ? room : n->reserved);
+			if (n->reserved > room || tc_chance(rs, 40))
+				n->reserved = tc_between(rs, 0, room < n->reserved ? room : n->reserved);
 			if (n->reserved < 0)
 				continue;
 		}
@@ -969,10 +620,10 @@ random_change(uint64_t *rs, const Cfg *cur, Cfg *next, int *changed)
 			if (lo < n->reserved)
 				lo = n->reserved;
 			/* mostly lower than the sum of its children's limits: contention */
-			if (chance(rs, 20) && lo == 0)
+			if (tc_chance(rs, 20) && lo == 0)
 				n->max_running = 0;
 			else
-				n->max_running = between(rs, lo > 1 ? lo : 1, hi);
+				n->max_running = tc_between(rs, lo > 1 ? lo : 1, hi);
 			if (n->max_running == cur[w].max_running)
 				continue;
 		}
@@ -983,8 +634,8 @@ random_change(uint64_t *rs, const Cfg *cur, Cfg *next, int *changed)
 				continue;
 			kind = CH_LEAF_LIMIT;
 			/* a paused leaf keeps its reservation */
-			n->max_running = chance(rs, 8) ? 0 :
-				between(rs, n->reserved > 1 ? n->reserved : 1, MAX_LEAF_LIMIT);
+			n->max_running = tc_chance(rs, 8) ? 0 :
+				tc_between(rs, n->reserved > 1 ? n->reserved : 1, MAX_LEAF_LIMIT);
 			if (n->max_running == cur[w].max_running)
 				continue;
 		}
@@ -1004,8 +655,8 @@ static const char *
 invalid_change(uint64_t *rs, const Cfg *cur, char *sql, size_t len, const char **want_state)
 {
 	Cfg			next[NW];
-	int			w = pick(rs, NW);
-	int			kind = pick(rs, 5);
+	int			w = tc_pick(rs, NW);
+	int			kind = tc_pick(rs, 5);
 
 	memcpy(next, cur, sizeof(next));
 	*want_state = "23514";
@@ -1019,7 +670,7 @@ invalid_change(uint64_t *rs, const Cfg *cur, char *sql, size_t len, const char *
 				if (next[w].parent < 0)
 					return NULL;
 				room = cur[next[w].parent].max_running - child_reserved_sum(cur, next[w].parent, w);
-				next[w].reserved = room + 1 + pick(rs, 2);
+				next[w].reserved = room + 1 + tc_pick(rs, 2);
 				if (next[w].max_running < next[w].reserved)
 					next[w].max_running = next[w].reserved;
 				cfg_sql(next, w, sql, len);
@@ -1041,7 +692,7 @@ invalid_change(uint64_t *rs, const Cfg *cur, char *sql, size_t len, const char *
 			}
 		case 2:
 			snprintf(sql, len, "UPDATE bulkhead_workload SET weight = %d WHERE name = '%s'",
-					 chance(rs, 50) ? 0 : 10001, wname[w]);
+					 tc_chance(rs, 50) ? 0 : 10001, wname[w]);
 			return "weight out of 1..10000";
 		case 3:
 			/* (a paused workload may keep a reservation over its 0) */
@@ -1053,13 +704,13 @@ invalid_change(uint64_t *rs, const Cfg *cur, char *sql, size_t len, const char *
 		default:
 			{
 				/* a cycle: a budget under itself or one of its descendants */
-				int			b = W_ROOT + pick(rs, 3); /* bs_root, bs_m1, bs_m2 */
+				int			b = W_ROOT + tc_pick(rs, 3); /* bs_root, bs_m1, bs_m2 */
 				int			d;
 				int			tries;
 
 				for (tries = 0; tries < 50; tries++)
 				{
-					d = pick(rs, NW);
+					d = tc_pick(rs, NW);
 					for (w = d; w >= 0 && w != b; w = cur[w].parent)
 						;
 					if (w == b)
@@ -1078,33 +729,14 @@ invalid_change(uint64_t *rs, const Cfg *cur, char *sql, size_t len, const char *
 static bool
 wait_seen(const Cfg *exp)
 {
-	struct timespec deadline;
-	int64_t		t0 = now_us();
-	bool		seen;
-	long		ms;
-
-	clock_gettime(CLOCK_REALTIME, &deadline);
-	deadline.tv_sec += 10;
-	pthread_mutex_lock(&sync_lock);
-	memcpy(expected, exp, sizeof(expected));
-	pending = true;
-	while (pending)
-		if (pthread_cond_timedwait(&sync_cond, &sync_lock, &deadline) != 0)
-			break;
-	seen = !pending;
-	pending = false;
-	pthread_mutex_unlock(&sync_lock);
-	ms = (long) ((now_us() - t0) / 1000);
-	if (ms > n_change_waits_ms_max)
-		n_change_waits_ms_max = ms;
-	return seen;
+	return tc_wait_seen(expected, exp, sizeof(expected), &n_change_waits_ms_max);
 }
 
 static void *
 changer_main(void *arg)
 {
 	uint64_t	rs = seed ^ UINT64_C(0xc4a11e);
-	PGconn	   *conn = connect_or_die();
+	PGconn	   *conn = tc_connect_or_die(conninfo);
 	Cfg			cur[NW];
 	Cfg			next[NW];
 	char		sql[512];
@@ -1118,10 +750,10 @@ changer_main(void *arg)
 		int			w;
 		int			kind;
 
-		sleep_ms(between(&rs, 200, 500));
+		tc_sleep_ms(tc_between(&rs, 200, 500));
 		if (now_us() >= end_at)
 			break;
-		if (chance(&rs, 10))
+		if (tc_chance(&rs, 10))
 		{
 			const char *want;
 			const char *what = invalid_change(&rs, cur, sql, sizeof(sql), &want);
@@ -1129,55 +761,55 @@ changer_main(void *arg)
 
 			if (what == NULL)
 				continue;
-			o = run(conn, sql, NULL, 0, err, sizeof(err));
-			add(&n_changes[CH_INVALID], 1);
+			o = tc_run(conn, sql, NULL, 0, err, sizeof(err));
+			tc_add(&n_changes[CH_INVALID], 1);
 			if (o == O_OK)
 			{
-				violation(V_REFUSAL, "%s was accepted: %s", what, sql);
+				tc_violation(V_REFUSAL, "%s was accepted: %s", what, sql);
 				/* put the row back as the tool has it */
 				for (w = 0; w < NW; w++)
 				{
 					cfg_sql(cur, w, sql, sizeof(sql));
-					if (run(conn, sql, NULL, 0, err, sizeof(err)) != O_OK)
-						tool_error("changer: restoring after an accepted bad change: %s: %s", sql, err);
+					if (tc_run(conn, sql, NULL, 0, err, sizeof(err)) != O_OK)
+						tc_tool_error("changer: restoring after an accepted bad change: %s: %s", sql, err);
 				}
 				if (!wait_seen(cur))
-					tool_error("changer: the restored configuration was not seen in bulkhead_stats within 10 s");
+					tc_tool_error("changer: the restored configuration was not seen in bulkhead_stats within 10 s");
 			}
 			else if (o == O_GONE)
 			{
-				tool_error("changer: connection lost: %s", err);
+				tc_tool_error("changer: connection lost: %s", err);
 				PQfinish(conn);
-				conn = connect_or_die();
+				conn = tc_connect_or_die(conninfo);
 			}
 			else if (want != NULL && strncmp(err, want, 5) != 0)
-				tool_error("changer: %s refused with %.5s, not %s: %s", what, err, want, err);
+				tc_tool_error("changer: %s refused with %.5s, not %s: %s", what, err, want, err);
 			continue;
 		}
 		kind = random_change(&rs, cur, next, &w);
 		if (kind < 0)
 			continue;
 		cfg_sql(next, w, sql, sizeof(sql));
-		if (run(conn, sql, NULL, 0, err, sizeof(err)) != O_OK)
+		if (tc_run(conn, sql, NULL, 0, err, sizeof(err)) != O_OK)
 		{
-			tool_error("changer: a valid change was refused: %s: %s", sql, err);
+			tc_tool_error("changer: a valid change was refused: %s: %s", sql, err);
 			if (PQstatus(conn) == CONNECTION_BAD)
 			{
 				PQfinish(conn);
-				conn = connect_or_die();
+				conn = tc_connect_or_die(conninfo);
 			}
 			continue;
 		}
-		add(&n_changes[kind], 1);
+		tc_add(&n_changes[kind], 1);
 		if (kind == CH_RESERVE)
-			add(next[w].reserved > cur[w].reserved ? &n_reserved_up : &n_reserved_down, 1);
+			tc_add(next[w].reserved > cur[w].reserved ? &n_reserved_up : &n_reserved_down, 1);
 		if (kind == CH_BUDGET_LIMIT || kind == CH_LEAF_LIMIT)
-			add(next[w].max_running > cur[w].max_running ? &n_limit_up : &n_limit_down, 1);
+			tc_add(next[w].max_running > cur[w].max_running ? &n_limit_up : &n_limit_down, 1);
 		if (kind == CH_MOVE)
-			add(next[w].parent == W_ROOT ? &n_moves_to_root : &n_moves_to_mid, 1);
+			tc_add(next[w].parent == W_ROOT ? &n_moves_to_root : &n_moves_to_mid, 1);
 		memcpy(cur, next, sizeof(cur));
 		if (!wait_seen(cur))
-			tool_error("changer: \"%s\" was not seen in bulkhead_stats within 10 s", sql);
+			tc_tool_error("changer: \"%s\" was not seen in bulkhead_stats within 10 s", sql);
 	}
 	PQfinish(conn);
 	return arg;
@@ -1228,21 +860,21 @@ read_rows(PGconn *conn, Row *rows)
 	memset(rows, 0, sizeof(Row) * NW);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 	{
-		tool_error("monitor: %s", PQresultErrorMessage(res));
+		tc_tool_error("monitor: %s", PQresultErrorMessage(res));
 		PQclear(res);
 		return false;
 	}
 	for (i = 0; i < PQntuples(res); i++)
 	{
-		w = windex(PQgetvalue(res, i, 0));
+		w = tc_windex(wname, NW, PQgetvalue(res, i, 0));
 		if (w < 0)
 			continue;
 		if (rows[w].present)
-			violation(V_SUMS, "%s appears twice in bulkhead_stats", wname[w]);
+			tc_violation(V_SUMS, "%s appears twice in bulkhead_stats", wname[w]);
 		rows[w].present = true;
-		rows[w].parent = PQgetisnull(res, i, 1) ? -1 : windex(PQgetvalue(res, i, 1));
+		rows[w].parent = PQgetisnull(res, i, 1) ? -1 : tc_windex(wname, NW, PQgetvalue(res, i, 1));
 		if (!PQgetisnull(res, i, 1) && rows[w].parent < 0)
-			tool_error("monitor: %s has the unknown parent %s", wname[w], PQgetvalue(res, i, 1));
+			tc_tool_error("monitor: %s has the unknown parent %s", wname[w], PQgetvalue(res, i, 1));
 		rows[w].limit = atoi(PQgetvalue(res, i, 2));
 		rows[w].max_running = atoi(PQgetvalue(res, i, 3));
 		rows[w].max_queued = atoi(PQgetvalue(res, i, 4));
@@ -1258,7 +890,7 @@ read_rows(PGconn *conn, Row *rows)
 	for (w = 0; w < NW; w++)
 		if (!rows[w].present)
 		{
-			tool_error("monitor: %s is not in bulkhead_stats", wname[w]);
+			tc_tool_error("monitor: %s is not in bulkhead_stats", wname[w]);
 			return false;
 		}
 	return true;
@@ -1343,7 +975,7 @@ check_bound(const Row *rows, int w, int which, int value, int bound, const char 
 	int			kinds[3] = {V_OVER_LIMIT, V_LENT, V_ADMISSION};
 	char		text[2048];
 
-	add(&n_level_checks, 1);
+	tc_add(&n_level_checks, 1);
 	if (value <= bound)
 		lev->within[which] = true;
 	else
@@ -1351,16 +983,16 @@ check_bound(const Row *rows, int w, int which, int value, int bound, const char 
 		if (lev->within[which])
 		{
 			tree_text(rows, wtree[w], text, sizeof(text));
-			violation(kinds[which], "%s: %s %d > %d in an epoch where it was seen within; tree: %s",
+			tc_violation(kinds[which], "%s: %s %d > %d in an epoch where it was seen within; tree: %s",
 					  wname[w], what, value, bound, text);
 		}
 		else
-			add(&n_over_allowed, 1);
+			tc_add(&n_over_allowed, 1);
 	}
 	if (lev->have_prev && value > bound && value > lev->prev[which])
 	{
 		tree_text(rows, wtree[w], text, sizeof(text));
-		violation(V_GREW, "%s: %s %d, was %d, over the bound %d (no change in between); tree: %s",
+		tc_violation(V_GREW, "%s: %s %d, was %d, over the bound %d (no change in between); tree: %s",
 				  wname[w], what, value, lev->prev[which], bound, text);
 	}
 	lev->prev[which] = value;
@@ -1394,20 +1026,20 @@ check_sample(const Row *rows)
 				sum_run += rows[c].running;
 				sum_q += rows[c].queued;
 				if (wtree[c] != wtree[w])
-					tool_error("monitor: %s moved to another tree (under %s)", wname[c], wname[w]);
+					tc_tool_error("monitor: %s moved to another tree (under %s)", wname[c], wname[w]);
 			}
 		if (kids > 0 && (r->running != sum_run || r->queued != 0))
 		{
 			tree_text(rows, wtree[w], text, sizeof(text));
-			violation(V_SUMS, "budget %s: running %d, queued %d; its children add up to %d (and %d queued), a budget queues none itself; tree: %s",
+			tc_violation(V_SUMS, "budget %s: running %d, queued %d; its children add up to %d (and %d queued), a budget queues none itself; tree: %s",
 					  wname[w], r->running, r->queued, sum_run, sum_q, text);
 		}
 		want_borrowed = r->parent >= 0 && r->running > r->reserved ? r->running - r->reserved : 0;
 		if (r->borrowed != want_borrowed)
-			violation(V_SUMS, "%s: borrowed %d, running %d, reserved %d%s",
+			tc_violation(V_SUMS, "%s: borrowed %d, running %d, reserved %d%s",
 					  wname[w], r->borrowed, r->running, r->reserved, r->parent < 0 ? " (a root)" : "");
 		if (r->limit != r->max_running)
-			violation(V_SUMS, "%s: current_limit %d, max_running %d (not adaptive)",
+			tc_violation(V_SUMS, "%s: current_limit %d, max_running %d (not adaptive)",
 					  wname[w], r->limit, r->max_running);
 
 		/* the epoch */
@@ -1423,7 +1055,7 @@ check_sample(const Row *rows)
 			strcpy(lev->epoch, epoch);
 			memset(lev->within, 0, sizeof(lev->within));
 			lev->have_prev = false;
-			add(&n_epochs, 1);
+			tc_add(&n_epochs, 1);
 		}
 
 		/* (a), (b), (c) */
@@ -1441,7 +1073,7 @@ check_sample(const Row *rows)
 		if (kids == 0 && r->queued > 0 && path_free(rows, w))
 		{
 			tree_text(rows, wtree[w], text, sizeof(text));
-			violation(V_IDLE, "%s: %d queued, yet a permit is free on its path; tree: %s",
+			tc_violation(V_IDLE, "%s: %d queued, yet a permit is free on its path; tree: %s",
 					  wname[w], r->queued, text);
 		}
 	}
@@ -1449,8 +1081,10 @@ check_sample(const Row *rows)
 
 /* does the sample show the configuration exp? */
 static bool
-shows(const Row *rows, const Cfg *exp)
+shows(const void *rows_arg, const void *exp_arg)
 {
+	const Row  *rows = rows_arg;
+	const Cfg  *exp = exp_arg;
 	int			w;
 
 	for (w = 0; w < NW; w++)
@@ -1466,7 +1100,7 @@ static Row last_rows[NW];
 static void *
 monitor_main(void *arg)
 {
-	PGconn	   *conn = connect_or_die();
+	PGconn	   *conn = tc_connect_or_die(conninfo);
 	Row			rows[NW];
 
 	while (!__atomic_load_n(&stop_all, __ATOMIC_RELAXED))
@@ -1476,22 +1110,16 @@ monitor_main(void *arg)
 			if (PQstatus(conn) == CONNECTION_BAD)
 			{
 				PQfinish(conn);
-				conn = connect_or_die();
+				conn = tc_connect_or_die(conninfo);
 			}
-			sleep_ms(10);
+			tc_sleep_ms(10);
 			continue;
 		}
-		add(&n_samples, 1);
+		tc_add(&n_samples, 1);
 		check_sample(rows);
 		memcpy(last_rows, rows, sizeof(rows));
-		pthread_mutex_lock(&sync_lock);
-		if (pending && shows(rows, expected))
-		{
-			pending = false;
-			pthread_cond_signal(&sync_cond);
-		}
-		pthread_mutex_unlock(&sync_lock);
-		sleep_ms(1);
+		tc_check_seen(shows, rows, expected);
+		tc_sleep_ms(1);
 	}
 	PQfinish(conn);
 	return arg;
@@ -1554,7 +1182,7 @@ setup_tree(PGconn *conn)
 		PQclear(res);
 		if (all)
 			break;
-		sleep_ms(10);
+		tc_sleep_ms(10);
 	}
 	if (!read_rows(conn, rows) || !shows(rows, initial_cfg))
 	{
@@ -1584,18 +1212,18 @@ check_end(PGconn *conn)
 			if (idle)
 				break;
 		}
-		sleep_ms(10);
+		tc_sleep_ms(10);
 	}
 	if (!idle)
 		for (w = 0; w < NW; w++)
 			if (rows[w].running != 0 || rows[w].queued != 0)
-				violation(V_END, "%s: running %d, queued %d 10 s after the clients ended",
+				tc_violation(V_END, "%s: running %d, queued %d 10 s after the clients ended",
 						  wname[w], rows[w].running, rows[w].queued);
 	res = PQexec(conn, "SELECT count(*) FROM bulkhead_activity WHERE workload ~ '^b[st]_'");
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-		tool_error("end: %s", PQresultErrorMessage(res));
+		tc_tool_error("end: %s", PQresultErrorMessage(res));
 	else if (atoi(PQgetvalue(res, 0, 0)) != 0)
-		violation(V_END, "%s rows of bulkhead_activity left after the clients ended",
+		tc_violation(V_END, "%s rows of bulkhead_activity left after the clients ended",
 				  PQgetvalue(res, 0, 0));
 	PQclear(res);
 	read_rows(conn, rows);
@@ -1607,10 +1235,10 @@ check_end(PGconn *conn)
 			   rows[w].parent >= 0 ? wname[rows[w].parent] : "-", rows[w].limit,
 			   rows[w].reserved, rows[w].weight, rows[w].acquired, rows[w].released);
 		if (!is_budget(w) && rows[w].acquired != rows[w].released)
-			violation(V_END, "%s: acquired %ld, released %ld", wname[w], rows[w].acquired,
+			tc_violation(V_END, "%s: acquired %ld, released %ld", wname[w], rows[w].acquired,
 					  rows[w].released);
 		if (!is_budget(w) && rows[w].acquired == 0)
-			tool_error("%s: no permit was acquired in the run", wname[w]);
+			tc_tool_error("%s: no permit was acquired in the run", wname[w]);
 	}
 }
 
@@ -1629,17 +1257,19 @@ budget_stress_main(int clients, int seconds, const char *conninfo_arg, uint64_t 
 	double		runtime;
 
 	conninfo = conninfo_arg;
+	client_pid = calloc(clients, sizeof(int));
+	tc_init(TC_BUDGETS, conninfo, n_viol, v_name, V_HANG, V_CLIENT, n_outcome,
+			client_pid, &n_reconnects);
 	nclients = clients;
 	seed = seed_arg ? seed_arg : ((uint64_t) time(NULL) ^ ((uint64_t) getpid() << 20));
-	conn = connect_or_die();
+	conn = tc_connect_or_die(conninfo);
 	setup_tree(conn);
 	printf("budgets mode: %d clients, %d s, seed %" PRIu64 "\n", clients, seconds, seed);
 	fflush(stdout);
 
-	client_pid = calloc(clients, sizeof(int));
 	threads = calloc(clients, sizeof(pthread_t));
-	t_start = now_us();
-	end_at = t_start + (int64_t) seconds * 1000000;
+	tc_t_start = now_us();
+	end_at = tc_t_start + (int64_t) seconds * 1000000;
 	pthread_create(&monitor, NULL, monitor_main, NULL);
 	for (i = 0; i < clients; i++)
 		pthread_create(&threads[i], NULL, client_main, (void *) (intptr_t) i);
@@ -1649,7 +1279,7 @@ budget_stress_main(int clients, int seconds, const char *conninfo_arg, uint64_t 
 	pthread_join(changer, NULL);
 	for (i = 0; i < clients; i++)
 		pthread_join(threads[i], NULL);
-	runtime = (now_us() - t_start) / 1e6;
+	runtime = (now_us() - tc_t_start) / 1e6;
 	/* the monitor keeps checking while the permits come back */
 	check_end(conn);
 	__atomic_store_n(&stop_all, 1, __ATOMIC_RELAXED);
@@ -1667,7 +1297,8 @@ budget_stress_main(int clients, int seconds, const char *conninfo_arg, uint64_t 
 		printf(" %s %ld%s", op_name[i], n_ops[i], i < NOPS - 1 ? "," : "\n");
 	printf("statements:");
 	for (i = 0; i < NOUTCOMES; i++)
-		printf(" %s %ld%s", outcome_name[i], n_outcome[i], i < NOUTCOMES - 1 ? "," : "");
+		if (outcome_name[i] != NULL)
+			printf(" %s %ld%s", outcome_name[i], n_outcome[i], i < NOUTCOMES - 1 ? "," : "");
 	printf("; try_ false %ld\n", n_try_false);
 	printf("chaos: %ld cancels, %ld terminations sent; %ld reconnects\n",
 		   n_cancels_sent, n_terminates_sent, n_reconnects);
@@ -1686,11 +1317,11 @@ budget_stress_main(int clients, int seconds, const char *conninfo_arg, uint64_t 
 		if (n_viol[i])
 			printf("; %s %ld", v_name[i], n_viol[i]);
 	printf("\n");
-	if (n_tool_errors)
-		printf("tool errors: %ld\n", n_tool_errors);
+	if (tc_n_tool_errors)
+		printf("tool errors: %ld\n", tc_n_tool_errors);
 	printf("runtime: %.1f s\n", runtime);
 	printf("summary: %ld operations, %ld changes, %ld violations\n", ops, nchanges, nviol);
 	if (nviol > 0)
 		return 1;
-	return n_tool_errors > 0 ? 2 : 0;
+	return tc_n_tool_errors > 0 ? 2 : 0;
 }

@@ -113,6 +113,7 @@
 #include <libpq-fe.h>
 
 #include "deadlock_modes.h"
+#include "tree_common.h"
 
 /*---- the workloads ----*/
 
@@ -179,23 +180,18 @@ static const int pick_weight[NW] = {
 
 #define QUEUE_TIMEOUT_MS 200
 #define SLOW_STATEMENT_TIMEOUT "1500ms"
-#define CLIENT_STATEMENT_TIMEOUT_S 20
 #define MAX_HOLD_MS 3000
-#define MAX_SHOWN 40
 
 /*---- shared state ----*/
 
 static const char *conninfo;
 static uint64_t seed;
 static int	nclients;
-static int64_t t_start;
 static int64_t end_at;
 static volatile int stop_all;	/* the clients have ended: the monitor ends */
 
 static int *client_pid;			/* backend pid of each client, 0 if none */
 static int	hold_ms_now[NW];	/* max_hold as last set (clients read it) */
-
-static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* counters, added to with __atomic */
 enum
@@ -216,14 +212,11 @@ static long n_holds[NHOLDS];
 static long n_hold_class[4];	/* shorter, around, 2-4x, 4-8x max_hold */
 static long n_idle_in_xact;
 
-typedef enum Outcome
-{
-	O_OK, O_FULL, O_TIMEOUT, O_CANCEL, O_GUARD, O_GONE, O_HUNG, O_OTHER,
-	NOUTCOMES
-} Outcome;
+/* the outcomes this mode can see (40P01 and 42809 are "other" here) */
 static const char *const outcome_name[NOUTCOMES] = {
-	"ok", "full", "timeout", "cancelled", "statement_timeout (guard)", "killed",
-	"hung(20s)", "other"
+	[O_OK] = "ok", [O_FULL] = "full", [O_TIMEOUT] = "timeout",
+	[O_CANCEL] = "cancelled", [O_GUARD] = "statement_timeout (guard)",
+	[O_GONE] = "killed", [O_HUNG] = "hung(20s)", [O_OTHER] = "other"
 };
 static long n_outcome[NOUTCOMES];
 static long n_cancels_sent;
@@ -267,327 +260,16 @@ static const char *const v_name[NV] = {
 	"statement hung"
 };
 static long n_viol[NV];
-static long n_tool_errors;
 
-/* The changer's limits waiting to be seen by the monitor */
-static pthread_mutex_t sync_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t sync_cond = PTHREAD_COND_INITIALIZER;
+/* The changer's limits waiting to be seen by the monitor (tc_wait_seen) */
 static int	expected_limit[NW];
-static bool pending;			/* expected_limit not yet seen */
-
-static long
-add(long *counter, long n)
-{
-	return __atomic_add_fetch(counter, n, __ATOMIC_RELAXED);
-}
-
-static double
-elapsed_s(void)
-{
-	return (now_us() - t_start) / 1e6;
-}
-
-static void
-violation(int kind, const char *fmt,...)
-{
-	va_list		ap;
-	long		n = add(&n_viol[kind], 1);
-
-	if (n > MAX_SHOWN)
-		return;
-	pthread_mutex_lock(&report_lock);
-	printf("[%8.3f s] VIOLATION %s: ", elapsed_s(), v_name[kind]);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-	pthread_mutex_unlock(&report_lock);
-}
-
-static void
-tool_error(const char *fmt,...)
-{
-	va_list		ap;
-	long		n = add(&n_tool_errors, 1);
-
-	if (n > MAX_SHOWN)
-		return;
-	pthread_mutex_lock(&report_lock);
-	printf("[%8.3f s] TOOL ERROR: ", elapsed_s());
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-	pthread_mutex_unlock(&report_lock);
-}
-
-/* per-thread xorshift64* */
-static uint64_t
-rng(uint64_t *s)
-{
-	*s ^= *s >> 12;
-	*s ^= *s << 25;
-	*s ^= *s >> 27;
-	return *s * UINT64_C(2685821657736338717);
-}
-
-/* uniform in [0, n) */
-static int
-pick(uint64_t *s, int n)
-{
-	return n <= 1 ? 0 : (int) (rng(s) % (uint64_t) n);
-}
-
-/* uniform in [lo, hi] */
-static int
-between(uint64_t *s, int lo, int hi)
-{
-	return hi <= lo ? lo : lo + pick(s, hi - lo + 1);
-}
-
-static bool
-chance(uint64_t *s, int pct)
-{
-	return pick(s, 100) < pct;
-}
-
-static void
-sleep_ms(int ms)
-{
-	if (ms > 0)
-		usleep((useconds_t) ms * 1000);
-}
-
-static int
-windex(const char *name)
-{
-	int			w;
-
-	for (w = 0; w < NW; w++)
-		if (strcmp(wname[w], name) == 0)
-			return w;
-	return -1;
-}
 
 /*---- statements ----*/
-
-typedef struct Client
-{
-	int			id;
-	PGconn	   *conn;
-	uint64_t	rs;
-	bool		gated;			/* bulkhead.workload is set */
-} Client;
-
-/*
- * Run sql; classify the result.  With val, the first column of the first
- * row (if any) is copied there; with val2, the second.  A statement_timeout
- * that fired after less than the clients' own 20 s is a guard's (hp_slow's,
- * after a move or a direct acquire); one after 20 s is a hang.
- */
-static Outcome
-run2(PGconn *conn, const char *sql, char *val, char *val2, size_t vallen,
-	 char *err, size_t errlen)
-{
-	int64_t		t0 = now_us();
-	PGresult   *res = PQexec(conn, sql);
-	ExecStatusType st = PQresultStatus(res);
-	const char *state;
-	const char *msg;
-	Outcome		o;
-
-	if (val)
-		val[0] = '\0';
-	if (val2)
-		val2[0] = '\0';
-	if (err)
-		err[0] = '\0';
-	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
-	{
-		if (val && st == PGRES_TUPLES_OK && PQntuples(res) > 0)
-			snprintf(val, vallen, "%s", PQgetvalue(res, 0, 0));
-		if (val2 && st == PGRES_TUPLES_OK && PQntuples(res) > 0 && PQnfields(res) > 1)
-			snprintf(val2, vallen, "%s", PQgetisnull(res, 0, 1) ? "(null)" : PQgetvalue(res, 0, 1));
-		PQclear(res);
-		return O_OK;
-	}
-	state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-	msg = PQresultErrorMessage(res);
-	if (err)
-		snprintf(err, errlen, "%s: %s", state ? state : "-----", msg ? msg : "");
-	if (PQstatus(conn) == CONNECTION_BAD || state == NULL)
-		o = O_GONE;
-	else if (strcmp(state, "53B01") == 0)
-		o = O_FULL;
-	else if (strcmp(state, "53B02") == 0)
-		o = O_TIMEOUT;
-	else if (strcmp(state, "57014") == 0)
-	{
-		if (msg && strstr(msg, "statement timeout"))
-			o = now_us() - t0 >= (int64_t) (CLIENT_STATEMENT_TIMEOUT_S - 1) * 1000000 ?
-				O_HUNG : O_GUARD;
-		else
-			o = O_CANCEL;
-	}
-	else if (strcmp(state, "57P01") == 0)
-		o = O_GONE;
-	else
-		o = O_OTHER;
-	PQclear(res);
-	return o;
-}
-
-static Outcome
-run(PGconn *conn, const char *sql, char *val, size_t vallen, char *err, size_t errlen)
-{
-	return run2(conn, sql, val, NULL, vallen, err, errlen);
-}
-
-/* a client's statement, counted; an unexpected outcome is reported */
-static Outcome
-step2(Client *c, const char *sql, char *val, char *val2, size_t vallen)
-{
-	char		err[512];
-	Outcome		o = run2(c->conn, sql, val, val2, vallen, err, sizeof(err));
-
-	add(&n_outcome[o], 1);
-	if (o == O_HUNG)
-		violation(V_HANG, "client %d: %s: %s", c->id, sql, err);
-	else if (o == O_OTHER)
-		tool_error("client %d: %s: %s", c->id, sql, err);
-	return o;
-}
-
-static Outcome
-step(Client *c, const char *sql)
-{
-	return step2(c, sql, NULL, NULL, 0);
-}
-
-/* the clients' ROLLBACK outside a transaction warns: not on our output */
-static void
-quiet(void *arg, const char *message)
-{
-}
-
-static PGconn *
-connect_or_die(void)
-{
-	int			tries;
-
-	for (tries = 0; tries < 50; tries++)
-	{
-		PGconn	   *conn = PQconnectdb(conninfo);
-
-		if (PQstatus(conn) == CONNECTION_OK)
-		{
-			PQsetNoticeProcessor(conn, quiet, NULL);
-			return conn;
-		}
-		if (tries == 49)
-		{
-			fprintf(stderr, "bulkhead_stress: connection failed: %s", PQerrorMessage(conn));
-			exit(2);
-		}
-		PQfinish(conn);
-		sleep_ms(100);
-	}
-	return NULL;
-}
-
-static void
-client_connect(Client *c)
-{
-	char		err[512];
-	char		sql[96];
-
-	snprintf(sql, sizeof(sql), "SET statement_timeout = '%ds'", CLIENT_STATEMENT_TIMEOUT_S);
-	for (;;)
-	{
-		c->conn = connect_or_die();
-		c->gated = false;
-		if (run(c->conn, "SET bulkhead.exempt_superuser = off", NULL, 0, err, sizeof(err)) == O_OK &&
-			run(c->conn, sql, NULL, 0, err, sizeof(err)) == O_OK)
-			break;
-		/* a terminate or a cancel between connecting and setting up: again */
-		PQfinish(c->conn);
-	}
-	__atomic_store_n(&client_pid[c->id], PQbackendPID(c->conn), __ATOMIC_RELAXED);
-}
-
-static void
-client_reconnect(Client *c)
-{
-	__atomic_store_n(&client_pid[c->id], 0, __ATOMIC_RELAXED);
-	PQfinish(c->conn);
-	add(&n_reconnects, 1);
-	client_connect(c);
-}
-
-/*
- * After an error: roll back, leave the gate, give back every session
- * permit, and check that this backend holds or awaits nothing.  Returns
- * only once that is done (reconnecting if the backend went).
- */
-static void
-client_cleanup(Client *c)
-{
-	int			tries;
-	char		val[64];
-	char		err[512];
-
-	for (tries = 0; tries < 100; tries++)
-	{
-		Outcome		o;
-
-		if ((o = run(c->conn, "ROLLBACK", NULL, 0, err, sizeof(err))) != O_OK)
-			goto retry;
-		if (c->gated)
-		{
-			if ((o = run(c->conn, "RESET bulkhead.workload", NULL, 0, err, sizeof(err))) != O_OK)
-				goto retry;
-			c->gated = false;
-		}
-		if ((o = run(c->conn, "SELECT bulkhead_release_all()", NULL, 0, err, sizeof(err))) != O_OK)
-			goto retry;
-		if ((o = run(c->conn, "SELECT count(*) FROM bulkhead_activity WHERE pid = pg_backend_pid()",
-					 val, sizeof(val), err, sizeof(err))) != O_OK)
-			goto retry;
-		if (strcmp(val, "0") != 0)
-			violation(V_CLIENT, "client %d: after ROLLBACK and bulkhead_release_all, %s rows of its own in bulkhead_activity",
-					  c->id, val);
-		return;
-retry:
-		if (o == O_GONE)
-		{
-			client_reconnect(c);
-			return;
-		}
-		/* a cancel (the chaos thread's, a late one of the worker): again */
-		if (o != O_CANCEL && o != O_FULL && o != O_TIMEOUT && o != O_GUARD)
-			tool_error("client %d: clean-up: %s", c->id, err);
-	}
-	tool_error("client %d: clean-up did not succeed in 100 tries; reconnecting", c->id);
-	client_reconnect(c);
-}
-
-/* the number of this backend's rows in bulkhead_activity, -1 on an error */
-static int
-own_rows(Client *c, Outcome *o)
-{
-	char		val[64];
-
-	*o = step2(c, "SELECT count(*) FROM bulkhead_activity WHERE pid = pg_backend_pid()",
-			   val, NULL, sizeof(val));
-	return *o == O_OK ? atoi(val) : -1;
-}
 
 static int
 random_workload(uint64_t *rs)
 {
-	int			r = pick(rs, 100);
+	int			r = tc_pick(rs, 100);
 	int			w;
 
 	for (w = 0; w < NW; w++)
@@ -604,7 +286,7 @@ static int
 hold_time(uint64_t *rs, int w)
 {
 	int			mh = __atomic_load_n(&hold_ms_now[w], __ATOMIC_RELAXED);
-	int			r = pick(rs, 100);
+	int			r = tc_pick(rs, 100);
 	int			ms;
 	int			class;
 
@@ -613,34 +295,34 @@ hold_time(uint64_t *rs, int w)
 	if (r < 30)
 	{
 		class = 0;
-		ms = mh * between(rs, 10, 80) / 100;
+		ms = mh * tc_between(rs, 10, 80) / 100;
 	}
 	else if (r < 70)
 	{
 		class = 1;
-		ms = mh * between(rs, 80, 150) / 100;
+		ms = mh * tc_between(rs, 80, 150) / 100;
 	}
 	else if (r < 92)
 	{
 		class = 2;
-		ms = mh * between(rs, 200, 400) / 100;
+		ms = mh * tc_between(rs, 200, 400) / 100;
 	}
 	else
 	{
 		class = 3;
-		ms = mh * between(rs, 400, 800) / 100;
+		ms = mh * tc_between(rs, 400, 800) / 100;
 	}
-	add(&n_hold_class[class], 1);
+	tc_add(&n_hold_class[class], 1);
 	return ms > MAX_HOLD_MS ? MAX_HOLD_MS : ms;
 }
 
 static Outcome
-sleep_stmt(Client *c, int ms)
+sleep_stmt(TcClient *c, int ms)
 {
 	char		sql[64];
 
 	snprintf(sql, sizeof(sql), "SELECT pg_sleep(%d / 1000.0)", ms);
-	return step(c, sql);
+	return tc_step(c, sql);
 }
 
 /*
@@ -648,40 +330,40 @@ sleep_stmt(Client *c, int ms)
  * transaction when in_xact), or a statement then idle
  */
 static Outcome
-hold(Client *c, int ms, bool in_xact)
+hold(TcClient *c, int ms, bool in_xact)
 {
 	uint64_t   *rs = &c->rs;
-	int			kind = pick(rs, 100);
+	int			kind = tc_pick(rs, 100);
 	Outcome		o;
 	int			i;
 	int			n;
 
 	if (kind < 40)
 	{
-		add(&n_holds[H_BUSY], 1);
+		tc_add(&n_holds[H_BUSY], 1);
 		return sleep_stmt(c, ms);
 	}
 	if (kind < 65)
 	{
-		add(&n_holds[H_SPLIT], 1);
-		n = between(rs, 2, 3);
+		tc_add(&n_holds[H_SPLIT], 1);
+		n = tc_between(rs, 2, 3);
 		for (i = 0; i < n; i++)
 			if ((o = sleep_stmt(c, ms / n)) != O_OK)
 				return o;
 		return O_OK;
 	}
 	if (in_xact)
-		add(&n_idle_in_xact, 1);
+		tc_add(&n_idle_in_xact, 1);
 	if (kind < 85)
 	{
-		add(&n_holds[H_IDLE], 1);
-		sleep_ms(ms);
+		tc_add(&n_holds[H_IDLE], 1);
+		tc_sleep_ms(ms);
 		return O_OK;
 	}
-	add(&n_holds[H_MIXED], 1);
+	tc_add(&n_holds[H_MIXED], 1);
 	if ((o = sleep_stmt(c, ms / 2)) != O_OK)
 		return o;
-	sleep_ms(ms - ms / 2);
+	tc_sleep_ms(ms - ms / 2);
 	return O_OK;
 }
 
@@ -693,7 +375,7 @@ hold(Client *c, int ms, bool in_xact)
  * count not 1) is counted and taken again, up to 5 times.
  */
 static Outcome
-check_own(Client *c, int w)
+check_own(TcClient *c, int w)
 {
 	char		val[320];
 	char		where[128];
@@ -705,7 +387,7 @@ check_own(Client *c, int w)
 
 	for (tries = 0;; tries++)
 	{
-		if ((o = step2(c, "SELECT count(*) || '|' || coalesce(min(workload || '/' || state), '')"
+		if ((o = tc_step2(c, "SELECT count(*) || '|' || coalesce(min(workload || '/' || state), '')"
 					   " || '|' || coalesce(min(moved_from), '(null)')"
 					   " FROM bulkhead_activity WHERE pid = pg_backend_pid()",
 					   val, NULL, sizeof(val))) != O_OK)
@@ -714,17 +396,17 @@ check_own(Client *c, int w)
 		bar2 = bar ? strchr(bar + 1, '|') : NULL;
 		if (bar == NULL || bar2 == NULL)
 		{
-			tool_error("client %d: bulkhead_activity read as \"%s\"", c->id, val);
+			tc_tool_error("client %d: bulkhead_activity read as \"%s\"", c->id, val);
 			return O_OK;
 		}
 		*bar = '\0';
 		*bar2 = '\0';
 		if (strcmp(val, "1") == 0)
 			break;
-		add(&n_seen_mid_move, 1);
+		tc_add(&n_seen_mid_move, 1);
 		if (tries == 4)
 		{
-			violation(V_CLIENT, "client %d: holding one permit of %s, %s rows of its own in bulkhead_activity, 5 looks in a row",
+			tc_violation(V_CLIENT, "client %d: holding one permit of %s, %s rows of its own in bulkhead_activity, 5 looks in a row",
 					  c->id, wname[w], val);
 			return O_OK;
 		}
@@ -736,9 +418,9 @@ check_own(Client *c, int w)
 		char		want[128];
 
 		snprintf(want, sizeof(want), "%s/running", wname[w]);
-		add(&n_seen_own, 1);
+		tc_add(&n_seen_own, 1);
 		if (strcmp(where, want) != 0)
-			violation(V_CHAIN, "client %d: its permit of %s shows as %s without moved_from",
+			tc_violation(V_CHAIN, "client %d: its permit of %s shows as %s without moved_from",
 					  c->id, wname[w], where);
 	}
 	else
@@ -746,16 +428,16 @@ check_own(Client *c, int w)
 		char	   *slash = strchr(where, '/');
 		int			now_in;
 
-		add(&n_seen_moved, 1);
+		tc_add(&n_seen_moved, 1);
 		if (slash)
 			*slash = '\0';
-		now_in = windex(where);
+		now_in = tc_windex(wname, NW, where);
 		if (strcmp(from, wname[w]) != 0)
-			violation(V_CHAIN, "client %d: its permit of %s shows in %s, moved from %s: a move chained",
+			tc_violation(V_CHAIN, "client %d: its permit of %s shows in %s, moved from %s: a move chained",
 					  c->id, wname[w], where, from);
 		else if (now_in < 0 || now_in == w || is_budget(now_in) || !slash ||
 				 strcmp(slash + 1, "running") != 0)
-			violation(V_CHAIN, "client %d: its permit of %s moved to %s/%s",
+			tc_violation(V_CHAIN, "client %d: its permit of %s moved to %s/%s",
 					  c->id, wname[w], where, slash ? slash + 1 : "?");
 	}
 	return O_OK;
@@ -765,10 +447,10 @@ check_own(Client *c, int w)
 static void
 random_timeout(uint64_t *rs, char *buf, size_t len)
 {
-	if (chance(rs, 50))
+	if (tc_chance(rs, 50))
 		snprintf(buf, len, "NULL");
 	else
-		snprintf(buf, len, "'%d ms'", pick(rs, 301));
+		snprintf(buf, len, "'%d ms'", tc_pick(rs, 301));
 }
 
 /*
@@ -776,13 +458,13 @@ random_timeout(uint64_t *rs, char *buf, size_t len)
  * outcome of the statement that ended it (the caller cleans up).
  */
 static Outcome
-client_op(Client *c)
+client_op(TcClient *c)
 {
 	uint64_t   *rs = &c->rs;
-	int			r = pick(rs, 100);
+	int			r = tc_pick(rs, 100);
 	int			w = random_workload(rs);
 	int			ms = hold_time(rs, w);
-	bool		look = chance(rs, 50);
+	bool		look = tc_chance(rs, 50);
 	char		sql[256];
 	char		t[32];
 	Outcome		o;
@@ -790,61 +472,61 @@ client_op(Client *c)
 	if (r < 35)
 	{
 		/* session permit, released by the name taken */
-		add(&n_ops[OP_SESSION], 1);
+		tc_add(&n_ops[OP_SESSION], 1);
 		random_timeout(rs, t, sizeof(t));
 		snprintf(sql, sizeof(sql), "SELECT bulkhead_acquire('%s', %s)", wname[w], t);
-		if ((o = step(c, sql)) != O_OK)
+		if ((o = tc_step(c, sql)) != O_OK)
 			return o;
 		if ((o = hold(c, ms, false)) != O_OK)
 			return o;
 		if (look && (o = check_own(c, w)) != O_OK)
 			return o;
 		snprintf(sql, sizeof(sql), "SELECT bulkhead_release('%s')", wname[w]);
-		o = step(c, sql);
+		o = tc_step(c, sql);
 		if (o == O_OTHER)
-			violation(V_CLIENT, "client %d: the release of a permit it holds failed (%s)", c->id, sql);
+			tc_violation(V_CLIENT, "client %d: the release of a permit it holds failed (%s)", c->id, sql);
 		return o;
 	}
 	if (r < 70)
 	{
 		/* transaction permit; idle holds are idle in transaction */
-		add(&n_ops[OP_XACT], 1);
-		if ((o = step(c, "BEGIN")) != O_OK)
+		tc_add(&n_ops[OP_XACT], 1);
+		if ((o = tc_step(c, "BEGIN")) != O_OK)
 			return o;
 		random_timeout(rs, t, sizeof(t));
 		snprintf(sql, sizeof(sql), "SELECT bulkhead_acquire_xact('%s', %s)", wname[w], t);
-		if ((o = step(c, sql)) != O_OK)
+		if ((o = tc_step(c, sql)) != O_OK)
 			return o;
 		if ((o = hold(c, ms, true)) != O_OK)
 			return o;
 		if (look && (o = check_own(c, w)) != O_OK)
 			return o;
-		return step(c, chance(rs, 70) ? "COMMIT" : "ROLLBACK");
+		return tc_step(c, tc_chance(rs, 70) ? "COMMIT" : "ROLLBACK");
 	}
 	/* automatic permits: bulkhead.workload, one statement or a block */
-	add(&n_ops[OP_AUTO], 1);
+	tc_add(&n_ops[OP_AUTO], 1);
 	snprintf(sql, sizeof(sql), "SET bulkhead.workload = '%s'", wname[w]);
-	if ((o = step(c, sql)) != O_OK)
+	if ((o = tc_step(c, sql)) != O_OK)
 		return o;
 	c->gated = true;
-	if (chance(rs, 40))
+	if (tc_chance(rs, 40))
 	{
-		add(&n_holds[H_BUSY], 1);
+		tc_add(&n_holds[H_BUSY], 1);
 		if ((o = sleep_stmt(c, ms)) != O_OK)
 			return o;
 	}
 	else
 	{
-		if ((o = step(c, "BEGIN")) != O_OK || (o = step(c, "SELECT 1")) != O_OK)
+		if ((o = tc_step(c, "BEGIN")) != O_OK || (o = tc_step(c, "SELECT 1")) != O_OK)
 			return o;
 		if ((o = hold(c, ms, true)) != O_OK)
 			return o;
 		if (look && (o = check_own(c, w)) != O_OK)
 			return o;
-		if ((o = step(c, chance(rs, 70) ? "COMMIT" : "ROLLBACK")) != O_OK)
+		if ((o = tc_step(c, tc_chance(rs, 70) ? "COMMIT" : "ROLLBACK")) != O_OK)
 			return o;
 	}
-	if ((o = step(c, "RESET bulkhead.workload")) != O_OK)
+	if ((o = tc_step(c, "RESET bulkhead.workload")) != O_OK)
 		return o;
 	c->gated = false;
 	return O_OK;
@@ -853,44 +535,9 @@ client_op(Client *c)
 static void *
 client_main(void *arg)
 {
-	Client		c;
-	int			ops = 0;
+	static const TcClientWay way = {client_op, 4, 10, 50};
 
-	memset(&c, 0, sizeof(c));
-	c.id = (int) (intptr_t) arg;
-	c.rs = seed ^ ((uint64_t) (c.id + 1) * UINT64_C(0x9e3779b97f4a7c15));
-	if (c.rs == 0)
-		c.rs = 1;
-	client_connect(&c);
-	while (now_us() < end_at)
-	{
-		Outcome		o = client_op(&c);
-
-		if (o == O_GONE)
-			client_reconnect(&c);
-		else if (o != O_OK)
-			client_cleanup(&c);
-		else if (++ops % 4 == 0)
-		{
-			/* now and then: nothing held after a clean operation */
-			Outcome		o2;
-			int			n = own_rows(&c, &o2);
-
-			if (o2 == O_OK && n != 0)
-				violation(V_CLIENT, "client %d: %d rows of its own in bulkhead_activity after an operation ended cleanly",
-						  c.id, n);
-			else if (o2 == O_GONE)
-				client_reconnect(&c);
-		}
-		if (o == O_FULL || o == O_TIMEOUT)
-			sleep_ms(pick(&c.rs, 51));
-		else
-			sleep_ms(pick(&c.rs, 11));
-	}
-	/* end: give back everything, check, leave */
-	client_cleanup(&c);
-	__atomic_store_n(&client_pid[c.id], 0, __ATOMIC_RELAXED);
-	PQfinish(c.conn);
+	tc_client_run((int) (intptr_t) arg, seed, end_at, &way);
 	return NULL;
 }
 
@@ -899,37 +546,9 @@ client_main(void *arg)
 static void *
 chaos_main(void *arg)
 {
-	uint64_t	rs = seed ^ UINT64_C(0xc4a05);
-	PGconn	   *conn = connect_or_die();
-	int64_t		next_terminate = now_us() + between(&rs, 500, 2000) * 1000;
-	char		err[512];
+	static const TcChaosWay way = {500, 2000, 20, 80};
 
-	if (rs == 0)
-		rs = 1;
-	while (now_us() < end_at)
-	{
-		int			i = pick(&rs, nclients);
-		int			pid = __atomic_load_n(&client_pid[i], __ATOMIC_RELAXED);
-		bool		terminate = now_us() >= next_terminate;
-		char		sql[96];
-
-		if (pid != 0)
-		{
-			snprintf(sql, sizeof(sql), "SELECT %s(%d)",
-					 terminate ? "pg_terminate_backend" : "pg_cancel_backend", pid);
-			if (run(conn, sql, NULL, 0, err, sizeof(err)) != O_OK)
-			{
-				tool_error("chaos: %s: %s", sql, err);
-				PQfinish(conn);
-				conn = connect_or_die();
-			}
-			add(terminate ? &n_terminates_sent : &n_cancels_sent, 1);
-			if (terminate)
-				next_terminate = now_us() + between(&rs, 500, 2000) * 1000;
-		}
-		sleep_ms(between(&rs, 20, 80));
-	}
-	PQfinish(conn);
+	tc_chaos_run(seed, end_at, nclients, &way, &n_cancels_sent, &n_terminates_sent);
 	return arg;
 }
 
@@ -979,7 +598,7 @@ fixed_action(int w)
 static int
 random_target(uint64_t *rs, int w)
 {
-	int			r = pick(rs, 100);
+	int			r = tc_pick(rs, 100);
 	int			t;
 
 	if (w == W_MOVE)
@@ -987,7 +606,7 @@ random_target(uint64_t *rs, int w)
 	if (w == W_A)
 		return r < 60 ? W_B : r < 80 ? W_C : W_SLOW;
 	do
-		t = pick(rs, NW);
+		t = tc_pick(rs, NW);
 	while (t == w || is_budget(t));
 	return t;
 }
@@ -1001,29 +620,29 @@ random_change(uint64_t *rs, const Cfg *cur, Cfg *next, int *changed)
 	Cfg		   *n;
 
 	memcpy(next, cur, sizeof(Cfg) * NW);
-	if (chance(rs, 25))
+	if (tc_chance(rs, 25))
 	{
 		/* a move target's limit: lowered under its holders, raised, 0 */
-		w = chance(rs, 50) ? W_SLOW : W_B;
+		w = tc_chance(rs, 50) ? W_SLOW : W_B;
 		n = &next[w];
 		do
 		{
 			if (w == W_SLOW)
-				n->max_running = chance(rs, 15) ? 0 : between(rs, 1, 3);
+				n->max_running = tc_chance(rs, 15) ? 0 : tc_between(rs, 1, 3);
 			else
-				n->max_running = between(rs, 1, 3);	/* >= its reservation */
+				n->max_running = tc_between(rs, 1, 3);	/* >= its reservation */
 		} while (n->max_running == cur[w].max_running);
 		*changed = w;
 		return CH_LIMIT;
 	}
 	do
-		w = pick(rs, NW);
+		w = tc_pick(rs, NW);
 	while (is_budget(w));
 	n = &next[w];
 	*changed = w;
 	if (fixed_action(w) >= 0)
 	{
-		if (fixed_action(w) == A_MOVE && chance(rs, 50))
+		if (fixed_action(w) == A_MOVE && tc_chance(rs, 50))
 		{
 			int			t;
 
@@ -1034,14 +653,14 @@ random_change(uint64_t *rs, const Cfg *cur, Cfg *next, int *changed)
 			return CH_MOVE_TO;
 		}
 		do
-			n->max_hold_ms = between(rs, 50, 500);
+			n->max_hold_ms = tc_between(rs, 50, 500);
 		while (n->max_hold_ms == cur[w].max_hold_ms);
 		return CH_MAX_HOLD;
 	}
 	/* the others: any action, a max_hold or now and then none */
 	kind = CH_ACTION;
-	n->action = pick(rs, NA);
-	n->max_hold_ms = chance(rs, 15) ? 0 : between(rs, 50, 500);
+	n->action = tc_pick(rs, NA);
+	n->max_hold_ms = tc_chance(rs, 15) ? 0 : tc_between(rs, 50, 500);
 	n->move_to = n->action == A_MOVE ? random_target(rs, w) : -1;
 	if (n->action == cur[w].action)
 		kind = n->move_to != cur[w].move_to ? CH_MOVE_TO : CH_MAX_HOLD;
@@ -1055,9 +674,9 @@ invalid_change(uint64_t *rs, char *sql, size_t len, const char **what)
 	int			w;
 
 	do
-		w = pick(rs, NW);
+		w = tc_pick(rs, NW);
 	while (is_budget(w));
-	switch (pick(rs, 6))
+	switch (tc_pick(rs, 6))
 	{
 		case 0:
 			*what = "move_to the workload itself";
@@ -1097,35 +716,19 @@ invalid_change(uint64_t *rs, char *sql, size_t len, const char **what)
 static bool
 wait_seen(const Cfg *exp)
 {
-	struct timespec deadline;
-	int64_t		t0 = now_us();
-	bool		seen;
-	long		ms;
+	int			limit[NW];
 	int			w;
 
-	clock_gettime(CLOCK_REALTIME, &deadline);
-	deadline.tv_sec += 10;
-	pthread_mutex_lock(&sync_lock);
 	for (w = 0; w < NW; w++)
-		expected_limit[w] = exp[w].max_running;
-	pending = true;
-	while (pending)
-		if (pthread_cond_timedwait(&sync_cond, &sync_lock, &deadline) != 0)
-			break;
-	seen = !pending;
-	pending = false;
-	pthread_mutex_unlock(&sync_lock);
-	ms = (long) ((now_us() - t0) / 1000);
-	if (ms > n_change_waits_ms_max)
-		n_change_waits_ms_max = ms;
-	return seen;
+		limit[w] = exp[w].max_running;
+	return tc_wait_seen(expected_limit, limit, sizeof(expected_limit), &n_change_waits_ms_max);
 }
 
 static void *
 changer_main(void *arg)
 {
 	uint64_t	rs = seed ^ UINT64_C(0xc4a11e);
-	PGconn	   *conn = connect_or_die();
+	PGconn	   *conn = tc_connect_or_die(conninfo);
 	Cfg			cur[NW];
 	Cfg			next[NW];
 	char		sql[512];
@@ -1139,60 +742,60 @@ changer_main(void *arg)
 		int			w;
 		int			kind;
 
-		sleep_ms(between(&rs, 200, 500));
+		tc_sleep_ms(tc_between(&rs, 200, 500));
 		if (now_us() >= end_at)
 			break;
-		if (chance(&rs, 5))
+		if (tc_chance(&rs, 5))
 		{
 			const char *what;
 			Outcome		o;
 
 			invalid_change(&rs, sql, sizeof(sql), &what);
-			o = run(conn, sql, NULL, 0, err, sizeof(err));
-			add(&n_changes[CH_INVALID], 1);
+			o = tc_run(conn, sql, NULL, 0, err, sizeof(err));
+			tc_add(&n_changes[CH_INVALID], 1);
 			if (o == O_OK)
 			{
-				violation(V_REFUSAL, "%s was accepted: %s", what, sql);
+				tc_violation(V_REFUSAL, "%s was accepted: %s", what, sql);
 				/* put the rows back as the tool has them */
 				for (w = 0; w < NW; w++)
 				{
 					if (is_budget(w))
 						continue;
 					cfg_sql(cur, w, sql, sizeof(sql));
-					if (run(conn, sql, NULL, 0, err, sizeof(err)) != O_OK)
-						tool_error("changer: restoring after an accepted bad change: %s: %s", sql, err);
+					if (tc_run(conn, sql, NULL, 0, err, sizeof(err)) != O_OK)
+						tc_tool_error("changer: restoring after an accepted bad change: %s: %s", sql, err);
 				}
 			}
 			else if (o == O_GONE)
 			{
-				tool_error("changer: connection lost: %s", err);
+				tc_tool_error("changer: connection lost: %s", err);
 				PQfinish(conn);
-				conn = connect_or_die();
+				conn = tc_connect_or_die(conninfo);
 			}
 			else if (strncmp(err, "23514", 5) != 0)
-				tool_error("changer: %s refused with %.5s, not 23514: %s", what, err, err);
+				tc_tool_error("changer: %s refused with %.5s, not 23514: %s", what, err, err);
 			continue;
 		}
 		kind = random_change(&rs, cur, next, &w);
 		cfg_sql(next, w, sql, sizeof(sql));
-		if (run(conn, sql, NULL, 0, err, sizeof(err)) != O_OK)
+		if (tc_run(conn, sql, NULL, 0, err, sizeof(err)) != O_OK)
 		{
-			tool_error("changer: a valid change was refused: %s: %s", sql, err);
+			tc_tool_error("changer: a valid change was refused: %s: %s", sql, err);
 			if (PQstatus(conn) == CONNECTION_BAD)
 			{
 				PQfinish(conn);
-				conn = connect_or_die();
+				conn = tc_connect_or_die(conninfo);
 			}
 			continue;
 		}
-		add(&n_changes[kind], 1);
+		tc_add(&n_changes[kind], 1);
 		if (kind == CH_LIMIT)
-			add(next[w].max_running == 0 ? &n_limit_zero :
+			tc_add(next[w].max_running == 0 ? &n_limit_zero :
 				next[w].max_running > cur[w].max_running ? &n_limit_up : &n_limit_down, 1);
 		__atomic_store_n(&hold_ms_now[w], next[w].max_hold_ms, __ATOMIC_RELAXED);
 		memcpy(cur, next, sizeof(cur));
 		if (kind == CH_LIMIT && !wait_seen(cur))
-			tool_error("changer: \"%s\" was not seen in bulkhead_stats within 10 s", sql);
+			tc_tool_error("changer: \"%s\" was not seen in bulkhead_stats within 10 s", sql);
 	}
 	PQfinish(conn);
 	return arg;
@@ -1250,21 +853,21 @@ read_rows(PGconn *conn, Row *rows)
 	memset(rows, 0, sizeof(Row) * NW);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 	{
-		tool_error("monitor: %s", PQresultErrorMessage(res));
+		tc_tool_error("monitor: %s", PQresultErrorMessage(res));
 		PQclear(res);
 		return false;
 	}
 	for (i = 0; i < PQntuples(res); i++)
 	{
-		w = windex(PQgetvalue(res, i, 0));
+		w = tc_windex(wname, NW, PQgetvalue(res, i, 0));
 		if (w < 0)
 			continue;
 		if (rows[w].present)
-			violation(V_SUMS, "%s appears twice in bulkhead_stats", wname[w]);
+			tc_violation(V_SUMS, "%s appears twice in bulkhead_stats", wname[w]);
 		rows[w].present = true;
-		rows[w].parent = PQgetisnull(res, i, 1) ? -1 : windex(PQgetvalue(res, i, 1));
+		rows[w].parent = PQgetisnull(res, i, 1) ? -1 : tc_windex(wname, NW, PQgetvalue(res, i, 1));
 		if (rows[w].parent != wparent[w])
-			tool_error("monitor: %s has the parent %s", wname[w],
+			tc_tool_error("monitor: %s has the parent %s", wname[w],
 					   PQgetisnull(res, i, 1) ? "(none)" : PQgetvalue(res, i, 1));
 		rows[w].limit = atoi(PQgetvalue(res, i, 2));
 		rows[w].max_running = atoi(PQgetvalue(res, i, 3));
@@ -1283,7 +886,7 @@ read_rows(PGconn *conn, Row *rows)
 	for (w = 0; w < NW; w++)
 		if (!rows[w].present)
 		{
-			tool_error("monitor: %s is not in bulkhead_stats", wname[w]);
+			tc_tool_error("monitor: %s is not in bulkhead_stats", wname[w]);
 			return false;
 		}
 	return true;
@@ -1366,7 +969,7 @@ check_bound(const Row *rows, int w, int which, int value, int bound, long in,
 	int			kinds[3] = {V_OVER_LIMIT, V_LENT, V_ADMISSION};
 	char		text[2048];
 
-	add(&n_level_checks, 1);
+	tc_add(&n_level_checks, 1);
 	if (lev->have_last)
 	{
 		long		most = lev->last_value[which];
@@ -1379,7 +982,7 @@ check_bound(const Row *rows, int w, int which, int value, int bound, long in,
 		if (value > most)
 		{
 			state_text(rows, w, text, sizeof(text));
-			violation(V_MOVES, "%s: %s %d (bound %d), was %d (bound %d); %ld moved into it since",
+			tc_violation(V_MOVES, "%s: %s %d (bound %d), was %d (bound %d); %ld moved into it since",
 					  wname[w], what, value, bound, lev->last_value[which],
 					  lev->last_bound[which], in - lev->last_in);
 		}
@@ -1393,16 +996,16 @@ check_bound(const Row *rows, int w, int which, int value, int bound, long in,
 		if (lev->within[which])
 		{
 			state_text(rows, w, text, sizeof(text));
-			violation(kinds[which], "%s: %s %d > %d in an epoch where it was seen within (no move into it, no limit lowered); %s",
+			tc_violation(kinds[which], "%s: %s %d > %d in an epoch where it was seen within (no move into it, no limit lowered); %s",
 					  wname[w], what, value, bound, text);
 		}
 		else
-			add(&n_over_allowed, 1);
+			tc_add(&n_over_allowed, 1);
 	}
 	if (lev->have_prev && value > bound && value > lev->prev[which])
 	{
 		state_text(rows, w, text, sizeof(text));
-		violation(V_GREW, "%s: %s %d, was %d, over the bound %d (no move into it, no change in between); %s",
+		tc_violation(V_GREW, "%s: %s %d, was %d, over the bound %d (no move into it, no change in between); %s",
 				  wname[w], what, value, lev->prev[which], bound, text);
 	}
 	lev->prev[which] = value;
@@ -1436,19 +1039,19 @@ check_sample(const Row *rows)
 		if (kids > 0 && (r->running != sum_run || r->queued != 0))
 		{
 			state_text(rows, w, text, sizeof(text));
-			violation(V_SUMS, "budget %s: running %d, queued %d; its children's running adds up to %d; %s",
+			tc_violation(V_SUMS, "budget %s: running %d, queued %d; its children's running adds up to %d; %s",
 					  wname[w], r->running, r->queued, sum_run, text);
 		}
 		want_borrowed = r->parent >= 0 && r->running > r->reserved ? r->running - r->reserved : 0;
 		if (r->borrowed != want_borrowed)
-			violation(V_SUMS, "%s: borrowed %d, running %d, reserved %d%s",
+			tc_violation(V_SUMS, "%s: borrowed %d, running %d, reserved %d%s",
 					  wname[w], r->borrowed, r->running, r->reserved, r->parent < 0 ? " (a root)" : "");
 		if (r->limit != r->max_running)
-			violation(V_SUMS, "%s: current_limit %d, max_running %d (not adaptive)",
+			tc_violation(V_SUMS, "%s: current_limit %d, max_running %d (not adaptive)",
 					  wname[w], r->limit, r->max_running);
 		if (r->running > r->limit)
 		{
-			add(&n_over_limit_samples, 1);
+			tc_add(&n_over_limit_samples, 1);
 			if (r->running - r->limit > max_over[w])
 				max_over[w] = r->running - r->limit;
 		}
@@ -1471,7 +1074,7 @@ check_sample(const Row *rows)
 			strcpy(lev->epoch, epoch);
 			memset(lev->within, 0, sizeof(lev->within));
 			lev->have_prev = false;
-			add(&n_epochs, 1);
+			tc_add(&n_epochs, 1);
 		}
 
 		/* (a), (b), (c) */
@@ -1494,16 +1097,30 @@ check_sample(const Row *rows)
 		if (kids == 0 && r->queued > 0 && path_free(rows, w))
 		{
 			state_text(rows, w, text, sizeof(text));
-			violation(V_IDLE, "%s: %d queued, yet a permit is free on its path; %s",
+			tc_violation(V_IDLE, "%s: %d queued, yet a permit is free on its path; %s",
 					  wname[w], r->queued, text);
 		}
 	}
 }
 
+/* does the sample show the limits expected? */
+static bool
+shows_limits(const void *rows_arg, const void *expected)
+{
+	const Row  *rows = rows_arg;
+	const int  *limit = expected;
+	int			w;
+
+	for (w = 0; w < NW; w++)
+		if (rows[w].max_running != limit[w])
+			return false;
+	return true;
+}
+
 static void *
 monitor_main(void *arg)
 {
-	PGconn	   *conn = connect_or_die();
+	PGconn	   *conn = tc_connect_or_die(conninfo);
 	Row			rows[NW];
 
 	while (!__atomic_load_n(&stop_all, __ATOMIC_RELAXED))
@@ -1513,30 +1130,15 @@ monitor_main(void *arg)
 			if (PQstatus(conn) == CONNECTION_BAD)
 			{
 				PQfinish(conn);
-				conn = connect_or_die();
+				conn = tc_connect_or_die(conninfo);
 			}
-			sleep_ms(10);
+			tc_sleep_ms(10);
 			continue;
 		}
-		add(&n_samples, 1);
+		tc_add(&n_samples, 1);
 		check_sample(rows);
-		pthread_mutex_lock(&sync_lock);
-		if (pending)
-		{
-			int			w;
-			bool		all = true;
-
-			for (w = 0; w < NW; w++)
-				if (rows[w].max_running != expected_limit[w])
-					all = false;
-			if (all)
-			{
-				pending = false;
-				pthread_cond_signal(&sync_cond);
-			}
-		}
-		pthread_mutex_unlock(&sync_lock);
-		sleep_ms(1);
+		tc_check_seen(shows_limits, rows, expected_limit);
+		tc_sleep_ms(1);
 	}
 	PQfinish(conn);
 	return arg;
@@ -1599,7 +1201,7 @@ setup_workloads(PGconn *conn)
 		loaded = PQresultStatus(res) == PGRES_TUPLES_OK && atoi(PQgetvalue(res, 0, 0)) == NW;
 		PQclear(res);
 		if (!loaded)
-			sleep_ms(10);
+			tc_sleep_ms(10);
 	}
 	if (!loaded || !read_rows(conn, rows))
 	{
@@ -1650,18 +1252,18 @@ check_end(PGconn *conn, Row *rows)
 			if (idle)
 				break;
 		}
-		sleep_ms(10);
+		tc_sleep_ms(10);
 	}
 	if (!idle)
 		for (w = 0; w < NW; w++)
 			if (rows[w].running != 0 || rows[w].queued != 0)
-				violation(V_END, "%s: running %d, queued %d 10 s after the clients ended",
+				tc_violation(V_END, "%s: running %d, queued %d 10 s after the clients ended",
 						  wname[w], rows[w].running, rows[w].queued);
 	res = PQexec(conn, "SELECT count(*) FROM bulkhead_activity WHERE workload ~ " WORKLOAD_PATTERN);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-		tool_error("end: %s", PQresultErrorMessage(res));
+		tc_tool_error("end: %s", PQresultErrorMessage(res));
 	else if (atoi(PQgetvalue(res, 0, 0)) != 0)
-		violation(V_END, "%s rows of bulkhead_activity left after the clients ended",
+		tc_violation(V_END, "%s rows of bulkhead_activity left after the clients ended",
 				  PQgetvalue(res, 0, 0));
 	PQclear(res);
 	read_rows(conn, rows);
@@ -1686,32 +1288,32 @@ check_end(PGconn *conn, Row *rows)
 			leaves_rel += r->released;
 		}
 		if (r->acquired + r->moved_in != r->released + r->moved_out)
-			violation(V_END, "%s: acquired %ld + moved_in %ld != released %ld + moved_out %ld",
+			tc_violation(V_END, "%s: acquired %ld + moved_in %ld != released %ld + moved_out %ld",
 					  wname[w], r->acquired, r->moved_in, r->released, r->moved_out);
 		if (r->over_hold < r->moved_out)
-			violation(V_END, "%s: moved_out %ld > over_hold %ld", wname[w], r->moved_out,
+			tc_violation(V_END, "%s: moved_out %ld > over_hold %ld", wname[w], r->moved_out,
 					  r->over_hold);
 		if (r->acquired == 0)
-			tool_error("%s: no permit was acquired in the run", wname[w]);
+			tc_tool_error("%s: no permit was acquired in the run", wname[w]);
 	}
 	if (acq != rel)
-		violation(V_END, "summed over the workloads: acquired %ld, released %ld", acq, rel);
+		tc_violation(V_END, "summed over the workloads: acquired %ld, released %ld", acq, rel);
 	if (in != out)
-		violation(V_END, "summed over the workloads: moved_in %ld, moved_out %ld", in, out);
+		tc_violation(V_END, "summed over the workloads: moved_in %ld, moved_out %ld", in, out);
 	if (rows[W_ROOT].acquired != leaves_acq || rows[W_ROOT].released != leaves_rel)
-		violation(V_END, "ht_root: acquired %ld, released %ld; its leaves' add up to %ld, %ld",
+		tc_violation(V_END, "ht_root: acquired %ld, released %ld; its leaves' add up to %ld, %ld",
 				  rows[W_ROOT].acquired, rows[W_ROOT].released, leaves_acq, leaves_rel);
 	if (rows[W_ROOT].moved_in != 0 || rows[W_ROOT].moved_out != 0 || rows[W_ROOT].over_hold != 0)
-		violation(V_END, "ht_root (a budget) counts moves or holders: over_hold %ld, moved_out %ld, moved_in %ld",
+		tc_violation(V_END, "ht_root (a budget) counts moves or holders: over_hold %ld, moved_out %ld, moved_in %ld",
 				  rows[W_ROOT].over_hold, rows[W_ROOT].moved_out, rows[W_ROOT].moved_in);
 	printf("summed over the workloads that take permits: acquired %ld, released %ld, moved %ld\n",
 		   acq, rel, out);
 	/* the mix must have been exercised */
 	if (rows[W_MOVE].moved_out == 0 || rows[W_A].moved_out == 0)
-		tool_error("no permit was moved from hp_move (%ld) or from ht_a (%ld)",
+		tc_tool_error("no permit was moved from hp_move (%ld) or from ht_a (%ld)",
 				   rows[W_MOVE].moved_out, rows[W_A].moved_out);
 	if (rows[W_CANCEL].over_hold == 0 || rows[W_TERM].over_hold == 0 || rows[W_LOG].over_hold == 0)
-		tool_error("no holder past max_hold in hp_log, hp_cancel or hp_term");
+		tc_tool_error("no holder past max_hold in hp_log, hp_cancel or hp_term");
 }
 
 int
@@ -1731,17 +1333,19 @@ hold_stress_main(int clients, int seconds, const char *conninfo_arg, uint64_t se
 	Row			rows[NW];
 
 	conninfo = conninfo_arg;
+	client_pid = calloc(clients, sizeof(int));
+	tc_init(TC_HOLDS, conninfo, n_viol, v_name, V_HANG, V_CLIENT, n_outcome,
+			client_pid, &n_reconnects);
 	nclients = clients;
 	seed = seed_arg ? seed_arg : ((uint64_t) time(NULL) ^ ((uint64_t) getpid() << 20));
-	conn = connect_or_die();
+	conn = tc_connect_or_die(conninfo);
 	setup_workloads(conn);
 	printf("holds mode: %d clients, %d s, seed %" PRIu64 "\n", clients, seconds, seed);
 	fflush(stdout);
 
-	client_pid = calloc(clients, sizeof(int));
 	threads = calloc(clients, sizeof(pthread_t));
-	t_start = now_us();
-	end_at = t_start + (int64_t) seconds * 1000000;
+	tc_t_start = now_us();
+	end_at = tc_t_start + (int64_t) seconds * 1000000;
 	pthread_create(&monitor, NULL, monitor_main, NULL);
 	for (i = 0; i < clients; i++)
 		pthread_create(&threads[i], NULL, client_main, (void *) (intptr_t) i);
@@ -1751,7 +1355,7 @@ hold_stress_main(int clients, int seconds, const char *conninfo_arg, uint64_t se
 	pthread_join(changer, NULL);
 	for (i = 0; i < clients; i++)
 		pthread_join(threads[i], NULL);
-	runtime = (now_us() - t_start) / 1e6;
+	runtime = (now_us() - tc_t_start) / 1e6;
 	/* the monitor keeps checking while the permits come back */
 	check_end(conn, rows);
 	__atomic_store_n(&stop_all, 1, __ATOMIC_RELAXED);
@@ -1777,7 +1381,8 @@ hold_stress_main(int clients, int seconds, const char *conninfo_arg, uint64_t se
 		   n_hold_class[2], n_hold_class[3]);
 	printf("statements:");
 	for (i = 0; i < NOUTCOMES; i++)
-		printf(" %s %ld%s", outcome_name[i], n_outcome[i], i < NOUTCOMES - 1 ? "," : "\n");
+		if (outcome_name[i] != NULL)
+			printf(" %s %ld%s", outcome_name[i], n_outcome[i], i < NOUTCOMES - 1 ? "," : "\n");
 	printf("own permit looked at: in its workload %ld, moved %ld; looks taken again (the permit"
 		   " moved while bulkhead_activity read the workloads: 0 or 2 rows) %ld\n",
 		   n_seen_own, n_seen_moved, n_seen_mid_move);
@@ -1796,8 +1401,8 @@ hold_stress_main(int clients, int seconds, const char *conninfo_arg, uint64_t se
 		if (n_viol[i])
 			printf("; %s %ld", v_name[i], n_viol[i]);
 	printf("\n");
-	if (n_tool_errors)
-		printf("tool errors: %ld\n", n_tool_errors);
+	if (tc_n_tool_errors)
+		printf("tool errors: %ld\n", tc_n_tool_errors);
 	printf("runtime: %.1f s\n", runtime);
 	printf("summary: %ld operations, %ld over max_hold, %ld moved, %ld changes, %ld violations\n",
 		   ops, over_hold, rows[W_MOVE].moved_out + rows[W_A].moved_out + rows[W_LOG].moved_out +
@@ -1805,5 +1410,5 @@ hold_stress_main(int clients, int seconds, const char *conninfo_arg, uint64_t se
 		   rows[W_B].moved_out + rows[W_C].moved_out, nchanges, nviol);
 	if (nviol > 0)
 		return 1;
-	return n_tool_errors > 0 ? 2 : 0;
+	return tc_n_tool_errors > 0 ? 2 : 0;
 }
