@@ -128,7 +128,8 @@ make -C "$WORK/src/test/stress" PG_CONFIG="$BH_PG_CONFIG" >"$WORK/tool.log" 2>&1
     { cat "$WORK/tool.log"; bh_die "the stress tool did not build"; }
 
 bh_say "starting a throwaway cluster (max_connections = $CONNS)"
-bench_cluster_start "max_connections = $CONNS" ${STRESS_CONF:+"$STRESS_CONF"}
+# every mode defines its own workloads, and keeps them: room for all of them
+bench_cluster_start "max_connections = $CONNS" "bulkhead.max_workloads = 256" ${STRESS_CONF:+"$STRESS_CONF"}
 trap cleanup EXIT    # bench_cluster_start set its own; ours stops it too
 
 # B=2/Q=4, B=4/Q=8 with a statement_timeout guard, B=1/Q=0, and an adaptive
