@@ -118,7 +118,7 @@ timed() {    # timed LABEL START_US: record the time since START_US
     TIMING_US+=("$(($(bh_now_us) - $2))")
 }
 
-declare -A PASSED FAILED PHASE_DIR PG_CONFIG_OF BUILD_OF
+declare -A PASSED FAILED PHASE_DIR PG_CONFIG_OF BUILD_OF WHAT_FAILED
 PHASES=()
 TOTAL_PASSED=0
 TOTAL_FAILED=0
@@ -189,6 +189,7 @@ run_script_phase() {    # run_script_phase SUITE MAJOR [SCRIPT [ARGS...]]
         p=0 f=1
     fi
     PHASE_DIR[$name]=$build
+    WHAT_FAILED[$name]=$(grep -m 5 -E '^(FAILED|not ok)' "$log" || true)
     record_phase "$name" "$p" "$f" "$rc"
 }
 
@@ -222,7 +223,24 @@ run_phase() {    # run_phase SUITE MAJOR
     if [ "$suite" = tap ]; then counts=$(count_prove "$log"); else counts=$(count_pg_regress "$log"); fi
     read -r p f <<<"$counts"
     PHASE_DIR[$name]=$dir
+    WHAT_FAILED[$name]=$(what_failed "$suite" "$log" "$dir")
     record_phase "$name" "$p" "$f" "$rc"
+}
+
+# The names of what failed in a suite, for the summary at the very end (a
+# long log may be cut in the middle, where prove and pg_regress name them):
+# the failed tests, and for TAP each failed file's first "not ok" lines.
+what_failed() {    # what_failed SUITE LOG DIR
+    local suite=$1 log=$2 dir=$3 t
+    if [ "$suite" != tap ]; then
+        sed -n 's/^ *\(test \)\{0,1\}\([^ ]*\) *\.\.\. FAILED.*/\2/p; s/^not ok [0-9]* *[-+] *\([^ ]*\).*/\1/p' "$log"
+        return 0
+    fi
+    while IFS= read -r t; do
+        echo "$t"
+        t=$(basename -- "$t" .pl)
+        grep -m 3 '^not ok' "$dir/tmp_check/log/regress_log_$t" 2>/dev/null | sed 's/^/    /'
+    done < <(sed -n 's/^\([^ ]*\) *(Wstat: .*/\1/p' "$log")
 }
 
 show_tail() {    # show_tail FILE LINES
@@ -289,6 +307,11 @@ summary() {
     bh_say "results"
     for i in "${PHASES[@]}"; do
         printf '    %-20s %s passed, %s failed\n' "$i" "${PASSED[$i]}" "${FAILED[$i]}"
+    done
+    for i in "${PHASES[@]}"; do
+        [ -n "${WHAT_FAILED[$i]:-}" ] || continue
+        printf '    failed in %s:\n' "$i"
+        sed 's/^/        /' <<<"${WHAT_FAILED[$i]}"
     done
     if [ "$TOTAL_SKIPPED" -gt 0 ]; then
         for i in "${SKIP_REASONS[@]}"; do
