@@ -23,8 +23,8 @@ use Test::More;
 use Time::HiRes qw(sleep time);
 use BulkheadTest;
 
-my $run = 17;        # seconds each loop runs
-my $measure = 10;    # seconds measured, from 2 s into the run
+my $run = 10;        # seconds each loop runs
+my $measure = 6;     # seconds measured, from 2 s into the run
 my $per_child = 6;
 
 my $node = bulkhead_node('budget_weights');
