@@ -102,6 +102,16 @@ bh_cd_for_postgres() {
     cd -- "$1"
 }
 
+# The first port from FROM (default 56000) on which nothing listens, on
+# the loopback address or as a socket file in /tmp.
+bh_free_port() {    # bh_free_port [FROM] -> port
+    local p=${1:-56000}
+    while [ -e "/tmp/.s.PGSQL.$p" ] || (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; do
+        p=$((p + 1))
+    done
+    printf '%s\n' "$p"
+}
+
 # A fresh temporary directory (mode 755) that the postgres user can reach:
 # in $TMPDIR, or in /tmp when $TMPDIR lies somewhere postgres cannot enter.
 bh_mktemp_dir() {    # bh_mktemp_dir PREFIX -> path

@@ -98,7 +98,7 @@ exec "$VALGRIND" --quiet --tool=memcheck --trace-children=yes \\
     --track-origins=\${VALGRIND_TRACK_ORIGINS:-yes} --num-callers=40 --error-limit=no \\
     --leak-check=no --fullpath-after= --read-var-info=no ${VALGRIND_EXTRA:-} \\
     --suppressions="$BUILD/test/valgrind/bulkhead.supp" \\
-    --log-file="$VGLOG/%p.log" \\
+    --log-file="\${VALGRIND_LOG_DIR:?}/%p.log" \\
     "$REAL_BINDIR/postgres" "\$@"
 EOF
 chmod 755 "$WRAP/postgres"
@@ -174,43 +174,50 @@ scan_logs() {    # scan_logs DIR
 
 # One run of a suite: run_pass NAME ORIGINS (yes|no).  Sets PASS_P and
 # PASS_F (tests passed and failed), PASS_MINE and PASS_OTHER (valgrind
-# reports in bulkhead's code and elsewhere).
+# reports in bulkhead's code and elsewhere).  Each suite has its own log
+# directory ($VGLOG/NAME) and its own port (PORT_OF), so that the two can
+# run at the same time.
 run_pass() {
-    local name=$1 origins=$2 log="$WORK/$1-origins-$2.out" rc
+    local name=$1 origins=$2 log="$WORK/$1-origins-$2.out" rc dir="$VGLOG/$1"
     local -a args
     case $name in
         regress)   args=(ISOLATION= TAP_TESTS=)
                    [ -z "${VALGRIND_REGRESS:-}" ] || args+=("REGRESS=$VALGRIND_REGRESS") ;;
-        isolation) args=(REGRESS= TAP_TESTS=)
-                   [ -z "${VALGRIND_ISOLATION:-}" ] || args+=("ISOLATION=$VALGRIND_ISOLATION") ;;
+        isolation*) args=(REGRESS= TAP_TESTS= "ISOLATION=${SPECS_OF[$name]}") ;;
     esac
-    rm -rf "${VGLOG:?}"/*
+    rm -rf "${dir:?}"
+    mkdir -p "$dir"
+    chown postgres:postgres "$dir"
     bh_say "$name under valgrind, --track-origins=$origins (make installcheck ${args[*]})"
     set +e
     # the postmaster starts slowly under valgrind: give pg_regress time
-    (cd "$BUILD" &&
+    (cd "${DIR_OF[$name]}" &&
         runuser -u postgres -- env PGCTLTIMEOUT=300 VALGRIND_TRACK_ORIGINS="$origins" \
-            make installcheck PG_CONFIG="$BH_PG_CONFIG" bindir="$WRAP" "${args[@]}") 2>&1 |
-        tee "$log"
-    rc=${PIPESTATUS[0]}
+            VALGRIND_LOG_DIR="$dir" \
+            make installcheck PG_CONFIG="$BH_PG_CONFIG" bindir="$WRAP" "${args[@]}" \
+            EXTRA_REGRESS_OPTS="--port=${PORT_OF[$name]}") >"$log" 2>&1
+    rc=$?
     set -e
+    cat "$log"
     read -r PASS_P PASS_F <<<"$(count_pg_regress "$log")"
     if [ "$rc" -ne 0 ] && [ "$PASS_F" -eq 0 ]; then
         bh_warn "$name: make installcheck failed (exit $rc) without a failed test: counted as 1 failure"
         PASS_F=1
     fi
     if [ "$PASS_F" -gt 0 ]; then
-        find "$BUILD" -maxdepth 2 -name regression.diffs -type f -exec cat {} +
+        find "${DIR_OF[$name]}" -maxdepth 2 -name regression.diffs -type f -exec cat {} +
     fi
     bh_say "$name: valgrind reports"
-    read -r PASS_MINE PASS_OTHER <<<"$(scan_logs "$VGLOG")"
+    read -r PASS_MINE PASS_OTHER <<<"$(scan_logs "$dir")"
     if [ -n "${VALGRIND_KEEP_LOGS:-}" ]; then
         mkdir -p "$VALGRIND_KEEP_LOGS/$name"
-        cp -p "$VGLOG"/*.log "$VALGRIND_KEEP_LOGS/$name/" 2>/dev/null || true
+        cp -p "$dir"/*.log "$VALGRIND_KEEP_LOGS/$name/" 2>/dev/null || true
     fi
     bh_say "$name (--track-origins=$origins): $PASS_MINE valgrind reports in bulkhead code, $PASS_OTHER elsewhere (PostgreSQL, libc)"
 }
 
+# run_suite NAME: both runs of a suite; its last line is "NAME P F" (its
+# tests and its valgrind check, passed and failed)
 run_suite() {    # run_suite NAME
     local name=$1 t0 p f mine origins=no
     [ "${VALGRIND_ORIGINS:-no}" != yes ] || origins=yes
@@ -225,19 +232,55 @@ run_suite() {    # run_suite NAME
         p=$PASS_P f=$PASS_F mine=$((mine + PASS_MINE))
     fi
     if [ "$mine" -eq 0 ]; then p=$((p + 1)); else f=$((f + 1)); fi
-    PASSED[$name]=$p
-    FAILED[$name]=$f
-    TOTAL_PASSED=$((TOTAL_PASSED + p))
-    TOTAL_FAILED=$((TOTAL_FAILED + f))
     bh_say "$name: $p passed, $f failed (tests + valgrind check), $(bh_fmt_us $(($(bh_now_us) - t0)))"
+    echo "$name $p $f"
 }
 
-SUITES=(${VALGRIND_SUITES:-regress isolation})
-for s in "${SUITES[@]}"; do
+# The suites run at the same time, the isolation specs in two halves (the
+# second in a copy of the build, so that their outputs and temporary
+# instances are apart): each server process is one valgrind, and the tests
+# mostly wait (for a lock, a timeout, a step), so three runs at once keep
+# two CPUs busy.  Each writes its own file, printed whole once it ends.
+SUITES=()
+declare -A PORT_OF DIR_OF SPECS_OF
+for s in ${VALGRIND_SUITES:-regress isolation}; do
     case $s in
-        regress|isolation) run_suite "$s" ;;
+        regress) SUITES+=(regress) DIR_OF[regress]=$BUILD ;;
+        isolation)
+            # the Makefile's list (or VALGRIND_ISOLATION), cut in two
+            read -r -a specs <<<"${VALGRIND_ISOLATION:-$(awk '
+                /^ISOLATION = /{f=1} f{sub(/^ISOLATION = /,""); l=$0; sub(/\\$/,"",l);
+                printf "%s ", l; if ($0 !~ /\\$/) exit}' "$BUILD/Makefile")}"
+            half=$(((${#specs[@]} + 1) / 2))
+            SUITES+=(isolation-1) DIR_OF[isolation-1]=$BUILD
+            SPECS_OF[isolation-1]=${specs[*]:0:half}
+            if [ "${#specs[@]}" -gt 1 ]; then
+                SUITES+=(isolation-2) DIR_OF[isolation-2]=$BUILD-2
+                SPECS_OF[isolation-2]=${specs[*]:half}
+                cp -a "$BUILD" "$BUILD-2"
+            fi ;;
         *) bh_die "unknown suite $s (regress, isolation)" ;;
     esac
+done
+port=$(bh_free_port)
+for s in "${SUITES[@]}"; do
+    PORT_OF[$s]=$port
+    port=$(bh_free_port $((port + 1)))
+done
+pids=()
+for s in "${SUITES[@]}"; do
+    run_suite "$s" >"$WORK/suite-$s.out" 2>&1 &
+    pids+=($!)
+done
+for i in "${!SUITES[@]}"; do
+    wait "${pids[$i]}" || true
+    s=${SUITES[$i]}
+    cat "$WORK/suite-$s.out"
+    read -r _ p f < <(tail -n 1 "$WORK/suite-$s.out" | grep "^$s [0-9]* [0-9]*$" || echo "$s 0 1")
+    PASSED[$s]=$p
+    FAILED[$s]=$f
+    TOTAL_PASSED=$((TOTAL_PASSED + p))
+    TOTAL_FAILED=$((TOTAL_FAILED + f))
 done
 
 bh_cleanup_work
