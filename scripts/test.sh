@@ -18,8 +18,8 @@
 # temporary preloaded server.  On the first version (15)
 # also: locale (regress and isolation again from an emptied environment with
 # LC_ALL=C), the suites with runner scripts of their own (test/clients/run.sh:
-# JDBC, psycopg and PgBouncer; test/stress/run.sh: 48 clients for 30 s,
-# its deadlock and guard modes 10 s each;
+# JDBC, psycopg and PgBouncer; test/stress/run.sh: 48 clients for 20 s,
+# its other modes 10 s each;
 # test/valgrind/run.sh: regress and isolation with the servers under
 # valgrind; test/package/run.sh: the Debian package built, installed,
 # installchecked and removed; monitoring/prometheus/tests/run.sh: the alert
@@ -396,11 +396,11 @@ for item in "${PLAN[@]}"; do
     case $suite in
         regress|isolation|tap|locale) run_phase "$suite" "$major" ;;
         bench) run_script_phase bench "$major" test/bench/run --quick ;;
-        # the stress tool at half its default lengths: 48 clients for 30 s,
-        # the deadlock modes and the guards 10 s each (a smoke run; long
-        # runs: test/stress/README.md)
+        # the stress tool, shortened: 48 clients for 20 s, each other mode
+        # (deadlocks, guards, budgets, runaway holders) 10 s (a smoke run;
+        # long runs: test/stress/README.md)
         stress) DEADLOCK_SECONDS=10 GUARD_SECONDS=10 BUDGET_SECONDS=10 HOLD_SECONDS=10 \
-                    run_script_phase stress "$major" test/stress/run.sh 48 30 ;;
+                    run_script_phase stress "$major" test/stress/run.sh 48 20 ;;
         alerts) run_script_phase alerts "$major" monitoring/prometheus/tests/run.sh ;;
         *) run_script_phase "$suite" "$major" ;;
     esac

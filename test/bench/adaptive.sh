@@ -32,9 +32,10 @@ LIGHT=(2 8 32)
 MANY=128    # the clients of the sweeps, the shadow runs and the shift
 if bench_quick; then
     # the smoke run: every section and target, but short runs, few series,
-    # and 32 clients (with -t, a run's time is mostly its connections)
+    # the default law only, and 32 clients (with -t, a run's time is mostly
+    # its connections)
     SECS=1; ROUNDS=1; PHASE=2
-    SWEEP_TPCB=(1 2); SWEEP_N=(2 8); LIGHT=(2); MANY=32
+    SWEEP_TPCB=(1 2); SWEEP_N=(2 8); LIGHT=(2); MANY=32; LAWS=(holders)
 fi
 
 BH_PACKAGES+=(gnuplot-nox)
