@@ -64,13 +64,14 @@ LAST_MAJOR=${MAJORS[-1]}
 # code compiled for 17 is 18's but for two declarations (the #if blocks
 # are at 16 and 17), so what 17 can break is the server's side, tried here
 # on each of its interfaces: wait events and the FIFO queue, the worker's
-# and the server's restarts, a standby, the idle guards, the ExecutorStart
-# and ProcessUtility gates, deadlocks, the upgrade scripts, the holders'
-# sampling (/proc and the cgroup), max_hold's signals.  Everything else
-# runs on the first and the last versions (about 100 s less per run).
+# and the server's restarts, a standby, the idle guards, the gates (parse
+# analysis and snapshots, ExecutorStart, ProcessUtility), deadlocks, the
+# upgrade scripts, the holders' sampling (/proc and the cgroup), max_hold's
+# signals.  Everything else runs on the first and the last versions (about
+# 100 s less per run).
 TAP_MIDDLE_VERSIONS=(001_fifo 004_restart 005_worker_restart 006_standby
-    007_idle_timeout 060_transparent 070_deadlock 080_upgrade
-    132_adaptive_cgroup 150_utility_gate 180_max_hold)
+    007_idle_timeout 060_transparent 061_queue_snapshot 070_deadlock
+    080_upgrade 132_adaptive_cgroup 150_utility_gate 180_max_hold)
 
 SUITE=all
 ONLY_MAJOR=

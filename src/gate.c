@@ -14,6 +14,22 @@
  * the workload, of any scope, nothing more is done until it ends; so a
  * procedure that commits gets a new permit for each new transaction.
  *
+ * An early gate comes first for most statements: at the end of the parse
+ * analysis of a client's top-level statement that is not a utility (a
+ * simple query, or the Parse message of the extended protocol).  There,
+ * in READ COMMITTED, the only snapshot the transaction holds is the one
+ * taken for analysis, and nothing uses it afterwards: planning and
+ * execution take their own.  So a caller that must queue gives it up for
+ * the wait (permit.c) and a fresh one is pushed for rewriting and planning.
+ * A queue of callers then holds back no xmin horizon, which would keep
+ * VACUUM and HOT pruning from removing the dead rows of every other
+ * workload for as long as the longest wait, and the statement sees the
+ * data as of when its permit came, not as of when it queued.  In
+ * REPEATABLE READ and SERIALIZABLE the first snapshot is the
+ * transaction's, and it is kept.  The statements that reach ExecutorStart
+ * without a parse analysis of their own (EXECUTE of a prepared statement,
+ * a Bind of an earlier Parse) wait holding their snapshot, as before.
+ *
  * Not gated: transaction control, SET/SHOW/RESET, DISCARD, LISTEN/UNLISTEN,
  * PREPARE/DEALLOCATE, CLOSE; aborted transactions (only ROLLBACK can run);
  * processes other than client backends (autovacuum, background and
@@ -39,9 +55,13 @@
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
+#include "parser/analyze.h"
 #include "replication/walsender.h"
 #include "storage/proc.h"
+#include "tcop/pquery.h"
+#include "tcop/tcopprot.h"
 #include "tcop/utility.h"
+#include "utils/snapmgr.h"
 #include "utils/timeout.h"
 
 /* This transaction already holds its gate permit (reset at its end) */
@@ -55,6 +75,7 @@ static bool gate_passed = false;
  */
 static bool holding_for_utility = false;
 
+static post_parse_analyze_hook_type prev_post_parse_analyze = NULL;
 static ExecutorStart_hook_type prev_ExecutorStart = NULL;
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
@@ -89,7 +110,7 @@ utility_needs_no_permit(Node *stmt)
  * changed yet, so it is simply discarded.
  */
 static void
-acquire_for_rule(BulkheadClassification *class)
+acquire_for_rule(BulkheadClassification *class, bool *snapshot_given_up)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	char		workload[NAMEDATALEN];
@@ -99,7 +120,8 @@ acquire_for_rule(BulkheadClassification *class)
 	PG_TRY();
 	{
 		(void) bulkhead_acquire_permit(workload, 0, true,
-									   BULKHEAD_SCOPE_AUTO, false);
+									   BULKHEAD_SCOPE_AUTO, false,
+									   snapshot_given_up);
 	}
 	PG_CATCH();
 	{
@@ -122,16 +144,18 @@ acquire_for_rule(BulkheadClassification *class)
 	if (class->workload != NULL &&
 		bulkhead_local_index_by_name(class->workload) < 0)
 		(void) bulkhead_acquire_permit(class->workload, 0, true,
-									   BULKHEAD_SCOPE_AUTO, false);
+									   BULKHEAD_SCOPE_AUTO, false,
+									   snapshot_given_up);
 }
 
 /*
  * Take the gate permit for this transaction, unless there is nothing to do.
  * Returns true when the transaction holds a gate permit (taken now or
- * before).
+ * before).  snapshot_given_up: see bulkhead_acquire_permit (NULL but from
+ * the early gate).
  */
 static bool
-gate_transaction(void)
+gate_transaction(bool *snapshot_given_up)
 {
 	BulkheadClassification class;
 
@@ -152,10 +176,11 @@ gate_transaction(void)
 		int			statement_timeout = StatementTimeout;
 
 		if (class.source == BULKHEAD_CLASS_RULE)
-			acquire_for_rule(&class);
+			acquire_for_rule(&class, snapshot_given_up);
 		else
 			(void) bulkhead_acquire_permit(class.workload, 0, true,
-										   BULKHEAD_SCOPE_AUTO, false);
+										   BULKHEAD_SCOPE_AUTO, false,
+										   snapshot_given_up);
 
 		/*
 		 * The permit is for the statement starting now: if its guard lowered
@@ -212,11 +237,36 @@ holds_for_whole_utility(Node *stmt, ProcessUtilityContext context)
 		!IsTransactionBlock() && !IsA(stmt, CallStmt) && !IsA(stmt, DoStmt);
 }
 
+/*
+ * The early gate (see the header comment).  A client's top-level statement
+ * is analysed outside any portal (ActivePortal is set while one runs: a
+ * function's queries, PREPARE's statement) and over the very string the
+ * client sent (debug_query_string), which also tells it from an analysis
+ * nested in the one of a top-level statement.
+ */
+static void
+gate_post_parse_analyze(ParseState *pstate, Query *query, JumbleState *jstate)
+{
+	bool		given_up = false;
+
+	if (prev_post_parse_analyze)
+		prev_post_parse_analyze(pstate, query, jstate);
+
+	if (gate_passed || query->commandType == CMD_UTILITY ||
+		ActivePortal != NULL || pstate->p_sourcetext == NULL ||
+		pstate->p_sourcetext != debug_query_string)
+		return;
+
+	gate_transaction(IsolationUsesXactSnapshot() ? NULL : &given_up);
+	if (given_up)
+		PushActiveSnapshot(GetTransactionSnapshot());
+}
+
 static void
 gate_ExecutorStart(QueryDesc *queryDesc, int eflags)
 {
 	bulkhead_local_follow_moves();
-	gate_transaction();
+	gate_transaction(NULL);
 	if (prev_ExecutorStart)
 		prev_ExecutorStart(queryDesc, eflags);
 	else
@@ -250,7 +300,7 @@ gate_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 
 	bulkhead_local_follow_moves();
 	if (!utility_needs_no_permit(pstmt->utilityStmt))
-		hold = gate_transaction() &&
+		hold = gate_transaction(NULL) &&
 			holds_for_whole_utility(pstmt->utilityStmt, context);
 
 	if (hold)
@@ -292,6 +342,8 @@ gate_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 void
 bulkhead_gate_init(void)
 {
+	prev_post_parse_analyze = post_parse_analyze_hook;
+	post_parse_analyze_hook = gate_post_parse_analyze;
 	prev_ExecutorStart = ExecutorStart_hook;
 	ExecutorStart_hook = gate_ExecutorStart;
 	prev_ProcessUtility = ProcessUtility_hook;

@@ -35,6 +35,7 @@
 #include "utils/acl.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 /* Custom SQLSTATEs of DESIGN.md */
@@ -424,11 +425,20 @@ admit(const char *name, BulkheadScope scope, int64 *timeout_us,
  * Returns true once the permit is held.  When full or timed out, returns
  * false if try_only, else raises 53B01 / 53B02.  Other failures always
  * raise (40P01 for a deadlock).  On return, the permit's guards are applied.
+ *
+ * snapshot_given_up: NULL, or the early gate's (gate.c), which has made
+ * sure that the active snapshot is one that nothing uses once the call
+ * returns.  Then a caller that must queue gives that snapshot up (and the
+ * catalog snapshot) before it waits, so that its wait holds back no xmin
+ * horizon (VACUUM, HOT pruning) unless another snapshot of its transaction
+ * does; *snapshot_given_up says so, and the gate pushes a fresh snapshot.
+ * An error in the wait leaves the popped snapshot to the abort, which
+ * empties the stack anyway.
  */
 bool
 bulkhead_acquire_permit(const char *name, int64 timeout_us,
 						bool use_default_timeout, BulkheadScope scope,
-						bool try_only)
+						bool try_only, bool *snapshot_given_up)
 {
 	BulkheadConfig config;
 	BulkheadAdmit outcome;
@@ -476,6 +486,12 @@ bulkhead_acquire_permit(const char *name, int64 timeout_us,
 		case BULKHEAD_ADMIT_QUEUED:
 		case BULKHEAD_ADMIT_CHECK_ROLES:
 			break;
+	}
+	if (snapshot_given_up != NULL && ActiveSnapshotSet())
+	{
+		PopActiveSnapshot();
+		InvalidateCatalogSnapshot();
+		*snapshot_given_up = true;
 	}
 	return wait_for_permit(&bulkhead_shared->slots[slotno], slotno, li, scope,
 						   name, now, timeout_us, try_only);

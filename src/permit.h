@@ -16,6 +16,7 @@
 
 extern bool bulkhead_acquire_permit(const char *name, int64 timeout_us,
 									bool use_default_timeout,
-									BulkheadScope scope, bool try_only);
+									BulkheadScope scope, bool try_only,
+									bool *snapshot_given_up);
 
 #endif							/* BULKHEAD_PERMIT_H */
