@@ -14,21 +14,23 @@
  * the workload, of any scope, nothing more is done until it ends; so a
  * procedure that commits gets a new permit for each new transaction.
  *
- * An early gate comes first for most statements: at the end of the parse
- * analysis of a client's top-level statement that is not a utility (a
- * simple query, or the Parse message of the extended protocol).  There,
- * in READ COMMITTED, the only snapshot the transaction holds is the one
- * taken for analysis, and nothing uses it afterwards: planning and
- * execution take their own.  So a caller that must queue gives it up for
- * the wait (permit.c) and a fresh one is pushed for rewriting and planning.
- * A queue of callers then holds back no xmin horizon, which would keep
- * VACUUM and HOT pruning from removing the dead rows of every other
- * workload for as long as the longest wait, and the statement sees the
- * data as of when its permit came, not as of when it queued.  In
+ * An early gate comes first for most statements: when the planner starts
+ * on a client's top-level statement (a simple query, or the Bind message
+ * of the extended protocol when it plans: an unnamed statement, or a
+ * custom plan).  There, in READ COMMITTED, the only snapshot the
+ * transaction holds is the one taken for analysis and planning (and a
+ * Bind's parameters, already converted), and nothing uses it after
+ * planning: the portal takes its own for execution.  So a caller that
+ * must queue gives it up for the wait (permit.c) and a fresh one is pushed
+ * for the planner.  A queue of callers then holds back no xmin horizon,
+ * which would keep VACUUM and HOT pruning from removing the dead rows of
+ * every other workload for as long as the longest wait, and the statement
+ * sees the data as of when its permit came, not as of when it queued.  In
  * REPEATABLE READ and SERIALIZABLE the first snapshot is the
- * transaction's, and it is kept.  The statements that reach ExecutorStart
- * without a parse analysis of their own (EXECUTE of a prepared statement,
- * a Bind of an earlier Parse) wait holding their snapshot, as before.
+ * transaction's, and it is kept.  A statement that is not planned on its
+ * way to ExecutorStart (a cached generic plan, EXECUTE of a prepared
+ * statement) waits holding its snapshot, as before; so does a utility.  A
+ * Parse message alone plans nothing and takes no permit.
  *
  * Not gated: transaction control, SET/SHOW/RESET, DISCARD, LISTEN/UNLISTEN,
  * PREPARE/DEALLOCATE, CLOSE; aborted transactions (only ROLLBACK can run);
@@ -55,7 +57,7 @@
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
-#include "parser/analyze.h"
+#include "optimizer/planner.h"
 #include "replication/walsender.h"
 #include "storage/proc.h"
 #include "tcop/pquery.h"
@@ -75,7 +77,7 @@ static bool gate_passed = false;
  */
 static bool holding_for_utility = false;
 
-static post_parse_analyze_hook_type prev_post_parse_analyze = NULL;
+static planner_hook_type prev_planner = NULL;
 static ExecutorStart_hook_type prev_ExecutorStart = NULL;
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
@@ -239,27 +241,27 @@ holds_for_whole_utility(Node *stmt, ProcessUtilityContext context)
 
 /*
  * The early gate (see the header comment).  A client's top-level statement
- * is analysed outside any portal (ActivePortal is set while one runs: a
- * function's queries, PREPARE's statement) and over the very string the
- * client sent (debug_query_string), which also tells it from an analysis
- * nested in the one of a top-level statement.
+ * is planned outside any portal (ActivePortal is set while one runs: a
+ * function's queries, EXPLAIN, DECLARE, EXECUTE) and over the very string
+ * the client sent (debug_query_string).  A planning nested in this one (a
+ * function evaluated by the planner) comes after the gate has passed.
  */
-static void
-gate_post_parse_analyze(ParseState *pstate, Query *query, JumbleState *jstate)
+static PlannedStmt *
+gate_planner(Query *parse, const char *query_string, int cursorOptions,
+			 ParamListInfo boundParams)
 {
-	bool		given_up = false;
+	if (!gate_passed && ActivePortal == NULL && query_string != NULL &&
+		query_string == debug_query_string)
+	{
+		bool		given_up = false;
 
-	if (prev_post_parse_analyze)
-		prev_post_parse_analyze(pstate, query, jstate);
-
-	if (gate_passed || query->commandType == CMD_UTILITY ||
-		ActivePortal != NULL || pstate->p_sourcetext == NULL ||
-		pstate->p_sourcetext != debug_query_string)
-		return;
-
-	gate_transaction(IsolationUsesXactSnapshot() ? NULL : &given_up);
-	if (given_up)
-		PushActiveSnapshot(GetTransactionSnapshot());
+		gate_transaction(IsolationUsesXactSnapshot() ? NULL : &given_up);
+		if (given_up)
+			PushActiveSnapshot(GetTransactionSnapshot());
+	}
+	if (prev_planner)
+		return prev_planner(parse, query_string, cursorOptions, boundParams);
+	return standard_planner(parse, query_string, cursorOptions, boundParams);
 }
 
 static void
@@ -342,8 +344,8 @@ gate_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 void
 bulkhead_gate_init(void)
 {
-	prev_post_parse_analyze = post_parse_analyze_hook;
-	post_parse_analyze_hook = gate_post_parse_analyze;
+	prev_planner = planner_hook;
+	planner_hook = gate_planner;
 	prev_ExecutorStart = ExecutorStart_hook;
 	ExecutorStart_hook = gate_ExecutorStart;
 	prev_ProcessUtility = ProcessUtility_hook;

@@ -428,7 +428,7 @@ admit(const char *name, BulkheadScope scope, int64 *timeout_us,
  *
  * snapshot_given_up: NULL, or the early gate's (gate.c), which has made
  * sure that the active snapshot is one that nothing uses once the call
- * returns.  Then a caller that must queue gives that snapshot up (and the
+ * returns (the one a top-level statement is planned with).  Then a caller that must queue gives that snapshot up (and the
  * catalog snapshot) before it waits, so that its wait holds back no xmin
  * horizon (VACUUM, HOT pruning) unless another snapshot of its transaction
  * does; *snapshot_given_up says so, and the gate pushes a fresh snapshot.

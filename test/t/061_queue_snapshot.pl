@@ -107,6 +107,25 @@ is( $node->safe_psql('postgres',
 	),
 	'0/0/4/4',
 	'four permits taken and given back, none left held or queued');
+$node->safe_psql('postgres', "SELECT bulkhead_stats_reset('w')");
+
+# the extended protocol: the statement's Bind plans it (unnamed statement),
+# and waits there without a snapshot too (psql's \bind is 16's)
+SKIP:
+{
+	skip "psql's \\bind is PostgreSQL 16's", 4 if $node->pg_version < 16;
+	is(sql($holder, 'BEGIN; SELECT count(*) FROM t'), '1', 'the holder takes the permit again');
+	send_async($rc, 'SELECT count(*) AS seen FROM t WHERE i > $1 \\bind 0 \\g');
+	ok( poll_until(
+			$node, qq{
+			SELECT count(*) = 1 FROM pg_stat_activity
+			WHERE pid = $pid{rc} AND wait_event_type = 'Extension'}),
+		'extended protocol: the Bind queues');
+	is(xmin_held('rc'), 'f', 'extended protocol: the queued Bind holds no snapshot');
+	sql($holder, 'INSERT INTO t VALUES (2); COMMIT');
+	($out, $err) = finish_app($rc);
+	is($out, '2', 'extended protocol: it sees the row committed while it waited');
+}
 
 close_session($_) for ($holder, $rc, $rr, $explicit);
 $node->stop;
