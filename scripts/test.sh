@@ -16,15 +16,15 @@
 # On every version: the module structure of the build (test/structure/run.sh),
 # pg_regress, pg_isolation_regress, the TAP tests, each against its own
 # temporary preloaded server.  On the first version (15)
-# also: locale (regress and isolation again from an emptied environment with
-# LC_ALL=C), the suites with runner scripts of their own (test/clients/run.sh:
-# JDBC, psycopg and PgBouncer; test/stress/run.sh: 48 clients for 20 s,
-# its other modes 10 s each;
+# also: locale (regress again from an emptied environment with LC_ALL=C:
+# its expected output holds the multi-byte names and the messages), the suites with runner scripts of their own (test/clients/run.sh:
+# JDBC, psycopg and PgBouncer; test/stress/run.sh: 48 clients for 15 s,
+# its other modes 6 s each;
 # test/valgrind/run.sh: regress and isolation with the servers under
 # valgrind; test/package/run.sh: the Debian package built, installed,
 # installchecked and removed; monitoring/prometheus/tests/run.sh: the alert
 # rules under promtool; test/meta/run.sh: META.json).  Last, once every version's suites have run, a smoke run of
-# the benchmarks on the first version (test/bench/run --quick, about two
+# the benchmarks on the first version (test/bench/run --quick, about four
 # minutes, each scenario counted as one test) so that they cannot rot.
 #
 # A phase that fails (a build, a suite, a scenario) is counted and the run
@@ -204,14 +204,14 @@ run_script_phase() {    # run_script_phase SUITE MAJOR [SCRIPT [ARGS...]]
         p=0 f=1
     fi
     PHASE_DIR[$name]=$build
-    WHAT_FAILED[$name]=$(grep -m 5 -E '^(FAILED|not ok)' "$log" || true)
+    WHAT_FAILED[$name]=$(grep -m 5 -E '^(==> )?(FAILED|not ok)' "$log" || true)
     record_phase "$name" "$p" "$f" "$rc"
 }
 
 # regress, isolation, tap: make installcheck as postgres in the version's
-# build.  locale: regress and isolation once more, in a copy of the build,
-# from an emptied environment with LC_ALL=C (the expected output must not
-# depend on who runs the suite).
+# build.  locale: regress once more, in a copy of the build, from an
+# emptied environment with LC_ALL=C (the expected output must not depend on
+# who runs the suite).
 run_phase() {    # run_phase SUITE MAJOR
     local suite=$1 major=$2 name="$1 $2" dir=${BUILD_OF[$2]} t0 rc counts p f log
     local -a args prefix=()
@@ -223,7 +223,7 @@ run_phase() {    # run_phase SUITE MAJOR
                        [ "$major" != "$FIRST_MAJOR" ] && [ "$major" != "$LAST_MAJOR" ]; then
                        args+=("PROVE_TESTS=$(printf 'test/t/%s.pl ' "${TAP_MIDDLE_VERSIONS[@]}")")
                    fi ;;
-        locale)    args=(TAP_TESTS=)
+        locale)    args=(ISOLATION= TAP_TESTS=)
                    dir="$dir-locale"
                    rm -rf -- "$dir"
                    cp -a "${BUILD_OF[$major]}" "$dir"
@@ -298,7 +298,7 @@ show_failure_details() {
         case $suite in
             regress)   dirs=("$dir/log") ;;
             isolation) dirs=("$dir/output_iso/log") ;;
-            locale)    dirs=("$dir/log" "$dir/output_iso/log") ;;
+            locale)    dirs=("$dir/log") ;;
             tap)       dirs=("$dir/tmp_check/log") ;;
             *)         continue ;;    # script suites print their own details
         esac
@@ -415,11 +415,11 @@ for item in "${PLAN[@]}"; do
     case $suite in
         regress|isolation|tap|locale) run_phase "$suite" "$major" ;;
         bench) run_script_phase bench "$major" test/bench/run --quick ;;
-        # the stress tool, shortened: 48 clients for 20 s, each other mode
-        # (deadlocks, guards, budgets, runaway holders) 10 s (a smoke run;
+        # the stress tool, shortened: 48 clients for 15 s, each other mode
+        # (deadlocks, guards, budgets, runaway holders) 6 s (a smoke run;
         # long runs: test/stress/README.md)
-        stress) DEADLOCK_SECONDS=10 GUARD_SECONDS=10 BUDGET_SECONDS=10 HOLD_SECONDS=10 \
-                    run_script_phase stress "$major" test/stress/run.sh 48 20 ;;
+        stress) DEADLOCK_SECONDS=6 GUARD_SECONDS=6 BUDGET_SECONDS=6 HOLD_SECONDS=6 \
+                    run_script_phase stress "$major" test/stress/run.sh 48 15 ;;
         alerts) run_script_phase alerts "$major" monitoring/prometheus/tests/run.sh ;;
         *) run_script_phase "$suite" "$major" ;;
     esac
