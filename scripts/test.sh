@@ -18,7 +18,7 @@
 # temporary preloaded server.  On the first version (15)
 # also: locale (regress again from an emptied environment with LC_ALL=C:
 # its expected output holds the multi-byte names and the messages), the suites with runner scripts of their own (test/clients/run.sh:
-# JDBC, psycopg and PgBouncer; test/stress/run.sh: 48 clients for 15 s,
+# JDBC, psycopg and PgBouncer; test/stress/run.sh: 48 clients for 10 s,
 # its other modes 6 s each;
 # test/valgrind/run.sh: regress and isolation with the servers under
 # valgrind; test/package/run.sh: the Debian package built, installed,
@@ -415,11 +415,11 @@ for item in "${PLAN[@]}"; do
     case $suite in
         regress|isolation|tap|locale) run_phase "$suite" "$major" ;;
         bench) run_script_phase bench "$major" test/bench/run --quick ;;
-        # the stress tool, shortened: 48 clients for 15 s, each other mode
+        # the stress tool, shortened: 48 clients for 10 s, each other mode
         # (deadlocks, guards, budgets, runaway holders) 6 s (a smoke run;
         # long runs: test/stress/README.md)
         stress) DEADLOCK_SECONDS=6 GUARD_SECONDS=6 BUDGET_SECONDS=6 HOLD_SECONDS=6 \
-                    run_script_phase stress "$major" test/stress/run.sh 48 15 ;;
+                    run_script_phase stress "$major" test/stress/run.sh 48 10 ;;
         alerts) run_script_phase alerts "$major" monitoring/prometheus/tests/run.sh ;;
         *) run_script_phase "$suite" "$major" ;;
     esac

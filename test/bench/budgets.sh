@@ -58,7 +58,7 @@ if bench_quick; then SWEEP=(2 4); SWEEP_SECS=1; REPORTS_CLIENTS=16; REPORTS_QUIC
 ALL_SERIES=(ungated siloed budget weights strong checkout_alone checkout_beside_one checkout_beside_queue
             reports_idle_budget reports_idle_weights reports_shared reports_whole)
 # (the smoke run leaves out the series that only add comparisons)
-QUICK_SERIES=(ungated siloed budget strong checkout_alone reports_idle_budget reports_shared reports_whole)
+QUICK_SERIES=(siloed budget strong checkout_alone reports_idle_budget reports_shared reports_whole)
 if bench_quick; then DEFAULT_SERIES=("${QUICK_SERIES[@]}"); else DEFAULT_SERIES=("${ALL_SERIES[@]}"); fi
 read -r -a SERIES <<<"${BUDGETS_SERIES:-${DEFAULT_SERIES[*]}}"
 for s in "${SERIES[@]}"; do

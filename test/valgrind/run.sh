@@ -251,12 +251,15 @@ for s in ${VALGRIND_SUITES:-regress isolation}; do
             read -r -a specs <<<"${VALGRIND_ISOLATION:-$(awk '
                 /^ISOLATION = /{f=1} f{sub(/^ISOLATION = /,""); l=$0; sub(/\\$/,"",l);
                 printf "%s ", l; if ($0 !~ /\\$/) exit}' "$BUILD/Makefile")}"
-            half=$(((${#specs[@]} + 1) / 2))
+            # (every other spec, so that the two halves take about as long:
+            # the list's newer specs, the budgets', are the longer ones)
+            SPECS_OF[isolation-1]= SPECS_OF[isolation-2]=
+            for i in "${!specs[@]}"; do
+                SPECS_OF[isolation-$((i % 2 + 1))]+="${specs[$i]} "
+            done
             SUITES+=(isolation-1) DIR_OF[isolation-1]=$BUILD
-            SPECS_OF[isolation-1]=${specs[*]:0:half}
             if [ "${#specs[@]}" -gt 1 ]; then
                 SUITES+=(isolation-2) DIR_OF[isolation-2]=$BUILD-2
-                SPECS_OF[isolation-2]=${specs[*]:half}
                 cp -a "$BUILD" "$BUILD-2"
             fi ;;
         *) bh_die "unknown suite $s (regress, isolation)" ;;
