@@ -204,7 +204,10 @@ run_script_phase() {    # run_script_phase SUITE MAJOR [SCRIPT [ARGS...]]
         p=0 f=1
     fi
     PHASE_DIR[$name]=$build
-    WHAT_FAILED[$name]=$(grep -m 5 -E '^(==> )?(FAILED|not ok)' "$log" || true)
+    # what the scripts print on a failure: their checks' FAILED and not ok
+    # lines, the stress tool's VIOLATION and TOOL ERROR lines and its fatal
+    # errors, a crash in a server log, and bh_die's "error:"
+    WHAT_FAILED[$name]=$(grep -m 8 -E '^(==> )?(FAILED|not ok|error:)|(^|\] )(VIOLATION|TOOL ERROR|tool error|unexpected (error|result))|^bulkhead_stress: |shows a crash' "$log" || true)
     record_phase "$name" "$p" "$f" "$rc"
 }
 
@@ -304,7 +307,9 @@ show_failure_details() {
             isolation) dirs=("$dir/output_iso/log") ;;
             locale)    dirs=("$dir/log") ;;
             tap)       dirs=("$dir/tmp_check/log") ;;
-            *)         continue ;;    # script suites print their own details
+            # script suites print their own details; their last lines
+            # say which part failed (the log may be cut before them)
+            *)         show_tail "$WORK/$suite-${phase#* }.out" 40; continue ;;
         esac
         while IFS= read -r f; do
             show_tail "$f" 1000
