@@ -11,6 +11,10 @@
 #      sampled every 100 ms (TPS from bulkhead_stats.released, and
 #      current_limit), for the law in force and the best fixed B of each
 #      phase; plotted into plots/adaptive-shift.png
+#   6. outside CPU contention: tpcb-like at 128 clients, fixed B = 1..6, the
+#      law in force and ungated, each with a busy loop on the server's CPU
+#      (a process outside the server, as a build or a backup beside it would
+#      be) and without one, alternating
 # The laws are "holders" (the default) and "climb" (bulkhead.adaptive_law).
 # An adaptive run starts where a workload that has just become adaptive
 # starts (twice the server's CPUs, so 2 when the server is pinned to one),
@@ -18,6 +22,8 @@
 #
 #   bash test/bench/adaptive.sh [SECONDS [ROUNDS [PHASE]]]   (as root)
 # Defaults: 10 s runs, 3 alternating rounds, 30 s phases.
+# ADAPTIVE_SECTIONS="6" (say) runs only those sections (the targets of the
+# others are then not judged); the default is all six.
 set -euo pipefail
 # shellcheck source=common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -29,14 +35,19 @@ LAWS=(holders climb)
 SWEEP_TPCB=(1 2 3 4 5 6 7 8)
 SWEEP_N=(2 4 8 16 32 64 128)
 LIGHT=(2 8 32)
+CONTENTION_B=(1 2 3 4 6)
 MANY=128    # the clients of the sweeps, the shadow runs and the shift
+SECTIONS=${ADAPTIVE_SECTIONS:-1 2 3 4 5 6}
 if bench_quick; then
     # the smoke run: every section and target, but short runs, few series,
     # the default law only, and 32 clients (with -t, a run's time is mostly
     # its connections)
     SECS=1; ROUNDS=1; PHASE=2
     SWEEP_TPCB=(1 2); SWEEP_N=(2 8); LIGHT=(2); MANY=32; LAWS=(holders)
+    CONTENTION_B=(2)
 fi
+# want N: is section N to run?
+want() { [[ " $SECTIONS " == *" $1 "* ]]; }
 
 BH_PACKAGES+=(gnuplot-nox)
 bench_prepare
@@ -76,16 +87,23 @@ configure() {
     esac
 }
 
-# run SERIES/BUILTIN/CLIENTS: one pgbench run ("TPS P99 FAILED")
+# run SERIES/BUILTIN/CLIENTS[/busy]: one pgbench run ("TPS P99 FAILED");
+# with /busy, a busy loop runs on the server's CPU throughout
 run() {
-    local series builtin clients rest
+    local series builtin clients rest hog='' out
     IFS=/ read -r series builtin clients rest <<<"$1"
     configure "$series" >/dev/null
     bench_tpcb_reset
     local user=(-U gated)
     [ "$series" = ungated ] && user=()
-    bench_pgbench -M simple -c "$clients" -j "$((clients < 2 ? 1 : 2))" -T "$SECS" \
-        -b "$builtin" "${user[@]}"
+    if [ "$rest" = busy ]; then
+        "${BENCH_SERVER_CPU[@]}" bash -c 'while :; do :; done' &
+        hog=$!
+    fi
+    out=$(bench_pgbench -M simple -c "$clients" -j "$((clients < 2 ? 1 : 2))" -T "$SECS" \
+        -b "$builtin" "${user[@]}") || { [ -z "$hog" ] || kill "$hog"; exit 1; }
+    if [ -n "$hog" ]; then kill "$hog"; wait "$hog" 2>/dev/null || true; fi
+    echo "$out"
 }
 
 # sampler FILE: every 100 ms, "epoch released current_limit queued" into FILE
@@ -149,10 +167,11 @@ echo "Command: \`bash test/bench/adaptive.sh $SECS $ROUNDS $PHASE\`. Every serie
      "Adaptive series (named by their law, \`bulkhead.adaptive_law\`): \`adaptive = true, min_running = 1, max_running = 64\`, made adaptive afresh before every run (so starting at twice the server's CPUs)." \
      "Fixed series: \`adaptive = false\`, \`max_running = B\`. The workload's queue: 1000 callers, 60 s."
 echo
-sweep_table tpcb-like "tpcb-like" "${SWEEP_TPCB[@]}"
-sweep_table simple-update "simple-update (-N)" "${SWEEP_N[@]}"
+if want 1; then sweep_table tpcb-like "tpcb-like" "${SWEEP_TPCB[@]}"; fi
+if want 2; then sweep_table simple-update "simple-update (-N)" "${SWEEP_N[@]}"; fi
 
 # 3: light loads
+if want 3; then
 # shellcheck disable=SC2207
 light_keys=($(for c in "${LIGHT[@]}"; do series_list tpcb-like "$c" "${LAWS[@]}" ungated; done))
 bench_alternate "$ROUNDS" run "${light_keys[@]}"
@@ -167,6 +186,7 @@ for c in "${LIGHT[@]}"; do
     echo "$row"
 done
 echo
+fi
 
 # 4: shadow against enforce, for each law, with the limit sampled
 shadow_run() {    # KEY = law or shadow-law: also samples the limit
@@ -183,6 +203,7 @@ shadow_run() {    # KEY = law or shadow-law: also samples the limit
         >>"$BENCH_DIR/counts-$1.all"
     echo "$out"
 }
+if want 4; then
 # shellcheck disable=SC2207
 shadow_keys=($(for l in "${LAWS[@]}"; do echo "$l shadow-$l"; done))
 for k in "${shadow_keys[@]}"; do rm -f "$BENCH_DIR/limits-$k.all" "$BENCH_DIR/counts-$k.all"; done
@@ -199,6 +220,7 @@ for k in "${shadow_keys[@]}"; do
     echo "| $k | ${TPS[$k]} | $med | $lo | $hi | $pq | $rj | $to | $sq |"
 done
 echo
+fi
 
 # 5: the shift, one series at a time, ROUNDS rounds
 shift_run() {    # shift_run SERIES ROUND: the three phases, sampled
@@ -211,7 +233,8 @@ shift_run() {    # shift_run SERIES ROUND: the three phases, sampled
     done
     sampler_stop
 }
-shift_series=("${LAWS[0]}" "fixed-${BEST_B[simple-update]}" "fixed-${BEST_B[tpcb-like]}")
+if want 5; then
+shift_series=("${LAWS[0]}" "fixed-${BEST_B[simple-update]:-8}" "fixed-${BEST_B[tpcb-like]:-3}")
 # shellcheck disable=SC2207
 shift_series=($(printf '%s\n' "${shift_series[@]}" | awk '!seen[$0]++'))
 for ((r = 1; r <= ROUNDS; r++)); do
@@ -255,6 +278,42 @@ if [ -n "$BENCH_OUT" ]; then
     gnuplot -e "dir='$BENCH_OUT'; out='$BENCH_OUT/adaptive-shift.png'; law='${LAWS[0]}'; fixed_n='fixed-${BEST_B[simple-update]}'; fixed_t='fixed-${BEST_B[tpcb-like]}'; phase=$PHASE" \
         "$here/adaptive.gp"
 fi
+fi
+
+# 6: outside CPU contention, with and without a busy loop on the server's CPU
+if want 6; then
+# shellcheck disable=SC2207
+busy_keys=($(for m in busy quiet; do series_list tpcb-like "$MANY" "${CONTENTION_B[@]/#/fixed-}" "${LAWS[0]}" ungated | sed "s|[^ ]\{1,\}|&/$m|g"; done))
+bench_alternate "$ROUNDS" run "${busy_keys[@]}"
+echo "### Outside CPU contention: tpcb-like, $MANY clients, with a busy loop on the server's CPU"
+echo
+echo "\"busy\": a shell loop that never sleeps runs on the server's CPU (\`${BENCH_SERVER_CPU[*]:-unpinned} bash -c 'while :; do :; done'\`, same priority as the server) during the run; \"quiet\": without it. The law in force: ${LAWS[0]}."
+echo
+echo "| series | busy TPS | rounds | p99 ms | quiet TPS | rounds | p99 ms |"
+echo "|---|---:|---|---:|---:|---|---:|"
+declare -A BEST_BUSY
+for m in busy quiet; do BEST_BUSY[$m]=; done
+for s in "${CONTENTION_B[@]/#/fixed-}" "${LAWS[0]}" ungated; do
+    b=$s/tpcb-like/$MANY/busy q=$s/tpcb-like/$MANY/quiet
+    echo "| $s | ${TPS[$b]} | ${RUNS_TPS[$b]} | ${P99[$b]} | ${TPS[$q]} | ${RUNS_TPS[$q]} | ${P99[$q]} |"
+    case $s in
+        fixed-*)
+            for m in busy quiet; do
+                k=$s/tpcb-like/$MANY/$m
+                if [ -z "${BEST_BUSY[$m]}" ] || [ "${TPS[$k]}" -gt "${TPS[${BEST_BUSY[$m]}]}" ]; then BEST_BUSY[$m]=$k; fi
+            done ;;
+    esac
+done
+echo
+for m in busy quiet; do
+    best=${BEST_BUSY[$m]}
+    r=$(bench_ratio "${TPS[${LAWS[0]}/tpcb-like/$MANY/$m]}" "${TPS[$best]}")
+    bench_at_least "$r" 0.9 && met=0 || met=1
+    bench_target "adaptive (${LAWS[0]}), tpcb-like at $MANY clients, $m: ≥ 0.9× the best fixed B (${best%%/*}, ${TPS[$best]} TPS) (${r}×)" "$met"
+done
+echo
+fi
+[ "$SECTIONS" = "1 2 3 4 5 6" ] || exit 0
 
 # targets (the first law is the one kept)
 law=${LAWS[0]}

@@ -158,6 +158,9 @@ bench_alternate() {
     done
 }
 
+# bench_switches: the machine's context switches since boot (/proc/stat)
+bench_switches() { awk '$1 == "ctxt" { print $2 }' /proc/stat; }
+
 # bench_tpcb_setup SCALE PERMITS: pgbench's tables at SCALE; a workload
 # 'tpcb' of PERMITS permits (queue of 1000, 60 s timeout, so that nothing
 # fails); and a role "gated" whose transactions take its permits

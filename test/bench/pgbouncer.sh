@@ -32,7 +32,7 @@ max_client_conn = 1000
 ignore_startup_parameters = extra_float_digits
 logfile = $dir/pgbouncer.log
 EOF2
-    printf '"postgres" ""\n' >"$dir/userlist.txt"
+    printf '"postgres" ""\n"gated" ""\n' >"$dir/userlist.txt"
     chown -R postgres:postgres "$dir"
     # setpriv execs PgBouncer (which refuses root), so $! is its pid
     "${BENCH_SERVER_CPU[@]}" setpriv --reuid=postgres --regid=postgres --init-groups \
