@@ -337,7 +337,8 @@ summary() {
         printf '    %-20s %s passed, %s failed\n' "$i" "${PASSED[$i]}" "${FAILED[$i]}"
     done
     for i in "${PHASES[@]}"; do
-        [ -n "${WHAT_FAILED[$i]:-}" ] || continue
+        # (a passing phase may print such lines: the stress tool's banner)
+        [ "${FAILED[$i]:-0}" -gt 0 ] && [ -n "${WHAT_FAILED[$i]:-}" ] || continue
         printf '    failed in %s:\n' "$i"
         sed 's/^/        /' <<<"${WHAT_FAILED[$i]}"
     done
