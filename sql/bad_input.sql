@@ -316,6 +316,13 @@ INSERT INTO bulkhead_workload (name, max_running, mode) VALUES ('x', 1, 'shadow 
 \echo :LAST_ERROR_SQLSTATE
 INSERT INTO bulkhead_workload (name, max_running, mode) VALUES ('x', 1, '');
 \echo :LAST_ERROR_SQLSTATE
+-- max_bypass (1.2): NULL (strict FIFO) or a positive interval
+INSERT INTO bulkhead_workload (name, max_running, max_bypass) VALUES ('x', 1, '0');
+\echo :LAST_ERROR_SQLSTATE
+INSERT INTO bulkhead_workload (name, max_running, max_bypass) VALUES ('x', 1, '-1ms');
+\echo :LAST_ERROR_SQLSTATE
+INSERT INTO bulkhead_workload (name, max_running, max_bypass) VALUES ('x', 1, 'soon');
+\echo :LAST_ERROR_SQLSTATE
 -- no column of that name
 INSERT INTO bulkhead_workload (name, max_running, max_waiting) VALUES ('x', 1, 1);
 \echo :LAST_ERROR_SQLSTATE

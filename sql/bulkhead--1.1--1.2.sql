@@ -9,9 +9,10 @@
 REVOKE ALL ON FUNCTION @extschema@.bulkhead_workload_changed() FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.bulkhead_rule_changed() FROM PUBLIC;
 
--- Shared budgets (issue 21) and runaway holders (issue 23): columns
--- appended to the table, as a fresh 1.2 install has them (existing rows are
--- roots, reserving nothing, of weight 100, with no max_hold).
+-- Shared budgets (issue 21), runaway holders (issue 23) and the warm
+-- hand-off (issue 25): columns appended to the table, as a fresh 1.2
+-- install has them (existing rows are roots, reserving nothing, of weight
+-- 100, with no max_hold, served in arrival order).
 ALTER TABLE @extschema@.bulkhead_workload
     ADD COLUMN parent text
         CONSTRAINT bulkhead_workload_parent_fkey
@@ -34,7 +35,10 @@ ALTER TABLE @extschema@.bulkhead_workload
         REFERENCES @extschema@.bulkhead_workload (name)
         ON UPDATE CASCADE,
     ADD CONSTRAINT bulkhead_workload_move_to_valid
-        CHECK ((on_max_hold = 'move') = (move_to IS NOT NULL) AND move_to <> name);
+        CHECK ((on_max_hold = 'move') = (move_to IS NOT NULL) AND move_to <> name),
+    ADD COLUMN max_bypass interval
+        CONSTRAINT bulkhead_workload_max_bypass_positive
+        CHECK (max_bypass > '0');
 
 -- bulkhead_stats gains seven last columns (parent, reserved, weight,
 -- borrowed, over_hold, moved_out, moved_in) and bulkhead_activity one

@@ -75,7 +75,14 @@ CREATE TABLE @extschema@.bulkhead_workload (
                       ON UPDATE CASCADE,
     -- move_to is what 'move' needs, and only 'move'; never the workload itself
     CONSTRAINT bulkhead_workload_move_to_valid
-        CHECK ((on_max_hold = 'move') = (move_to IS NOT NULL) AND move_to <> name)
+        CHECK ((on_max_hold = 'move') = (move_to IS NOT NULL) AND move_to <> name),
+    -- 1.2: the warm hand-off.  NULL: waiters are served in arrival order.
+    -- Set: the newest waiter is served first (its process ran last, warm in
+    -- the caches), but a waiter that has waited max_bypass is passed over
+    -- no more (those are served oldest first).
+    max_bypass        interval
+                      CONSTRAINT bulkhead_workload_max_bypass_positive
+                      CHECK (max_bypass > '0')
 );
 
 COMMENT ON TABLE @extschema@.bulkhead_workload IS

@@ -264,7 +264,7 @@ pick(BulkheadSlot *slot, TimestampTz now, TimestampTz *head_at)
 		return -1;
 	if (slot->queued > 0)
 	{
-		*head_at = entry_at(slot->waiters.head)->queued_at;
+		*head_at = bulkhead_next_waiter(slot, now)->queued_at;
 		return bulkhead_slot_index(slot);
 	}
 	for (c = slot->first_child; c >= 0; c = bulkhead_slot_at(c)->next_sibling)

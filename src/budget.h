@@ -17,6 +17,7 @@
 #ifndef BULKHEAD_BUDGET_H
 #define BULKHEAD_BUDGET_H
 
+#include "entry_list.h"
 #include "shmem.h"
 
 /* How deep a tree may be: a root and three levels under it */
@@ -70,6 +71,23 @@ static inline bool
 bulkhead_budget_under_limit(const BulkheadSlot *slot)
 {
 	return slot->config.shadow || slot->running < slot->current_limit;
+}
+
+/*
+ * The waiter of slot (which has some) that is served next.  The head, in
+ * arrival order; with max_bypass, the newest (the process that ran last,
+ * whose memory is still warm in the caches), unless the head has waited
+ * max_bypass: then the head, so that none is passed over for longer.
+ */
+static inline BulkheadEntry *
+bulkhead_next_waiter(const BulkheadSlot *slot, TimestampTz now)
+{
+	BulkheadEntry *head = entry_at(slot->waiters.head);
+
+	if (likely(slot->config.max_bypass_us == 0) ||
+		now - head->queued_at >= slot->config.max_bypass_us)
+		return head;
+	return entry_at(slot->waiters.tail);
 }
 
 extern BulkheadSlot *bulkhead_budget_root(BulkheadSlot *slot);

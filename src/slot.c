@@ -35,8 +35,9 @@
 #include "utils/timestamp.h"
 
 /*
- * Hand free permits to the head waiters, oldest first (in a tree of
- * budgets: the tree's, in the order budget.c gives).  With wakeups given
+ * Hand free permits to the waiters, oldest first, or newest first within
+ * max_bypass (bulkhead_next_waiter); in a tree of budgets: the tree's, in
+ * the order budget.c gives.  With wakeups given
  * (initialised to n = 0), the first BULKHEAD_WAKE_BATCH granted are recorded
  * there for the caller to wake with bulkhead_wake() after releasing the
  * lock; any others, and all of them when wakeups is NULL (rare paths: limit
@@ -45,7 +46,7 @@
 static void
 grant_head(BulkheadSlot *slot, TimestampTz now, BulkheadWakeups *wakeups)
 {
-	BulkheadEntry *entry = entry_at(slot->waiters.head);
+	BulkheadEntry *entry = bulkhead_next_waiter(slot, now);
 
 	entry_list_delete(&slot->waiters, entry);
 	entry->state = BULKHEAD_ENTRY_GRANTED;

@@ -84,6 +84,10 @@ read_row(HeapTuple tuple, TupleDesc desc, WorkloadRow *row)
 			strcmp(action, "terminate") == 0 ? BULKHEAD_HOLD_TERMINATE :
 			strcmp(action, "move") == 0 ? BULKHEAD_HOLD_MOVE : BULKHEAD_HOLD_LOG;
 	(void) text_column(tuple, desc, 17, c->move_to);
+	d = SPI_getbinval(tuple, desc, 18, &isnull);
+	/* NULL: strict FIFO; else at least 1 us */
+	c->max_bypass_us = isnull ? 0 :
+		(int64) Max(Min(DatumGetFloat8(d), (double) (PG_INT64_MAX / 2)), 1.0);
 
 	roles = SPI_getbinval(tuple, desc, 9, &isnull);
 	if (!isnull)
@@ -105,7 +109,7 @@ read_row(HeapTuple tuple, TupleDesc desc, WorkloadRow *row)
 /*
  * The columns read from bulkhead_workload, in the order of the query in
  * read_table; adaptive and min_running are new in 1.1 (adaptive limits),
- * the last six in 1.2 (shared budgets, runaway holders).
+ * the last seven in 1.2 (shared budgets, runaway holders, max_bypass).
  */
 static const struct
 {
@@ -129,11 +133,12 @@ static const struct
 	{"weight", INT4OID},
 	{"max_hold", INTERVALOID},
 	{"on_max_hold", TEXTOID},
-	{"move_to", TEXTOID}
+	{"move_to", TEXTOID},
+	{"max_bypass", INTERVALOID}
 };
 
 #define NUM_WORKLOAD_COLUMNS	((int) lengthof(workload_columns))
-#define NUM_1_0_COLUMNS			(NUM_WORKLOAD_COLUMNS - 8)
+#define NUM_1_0_COLUMNS			(NUM_WORKLOAD_COLUMNS - 9)
 
 /*
  * Has the extension's table the columns of 1.1's adaptive limit?  An
@@ -157,8 +162,8 @@ check_workload_columns(Oid relid)
 
 /*
  * Has the extension's table the columns of 1.2 (shared budgets, runaway
- * holders)?  One still at 1.1 has not: its workloads are all roots, with
- * no max_hold.
+ * holders, max_bypass)?  One still at 1.1 has not: its workloads are all
+ * roots, with no max_hold, served in strict FIFO order.
  */
 static bool
 check_1_2_columns(Oid relid)
@@ -167,7 +172,7 @@ check_1_2_columns(Oid relid)
 
 	if (!bulkhead_check_column(relid, "parent", TEXTOID, true))
 		return false;
-	for (i = NUM_WORKLOAD_COLUMNS - 5; i < NUM_WORKLOAD_COLUMNS; i++)
+	for (i = NUM_WORKLOAD_COLUMNS - 6; i < NUM_WORKLOAD_COLUMNS; i++)
 		(void) bulkhead_check_column(relid, workload_columns[i].name,
 									 workload_columns[i].type, false);
 	return true;
@@ -373,6 +378,7 @@ read_workloads(const BulkheadExtension *ext, MemoryContext cxt,
 		types[i] = FLOAT8OID;
 	types[7] = BOOLOID;
 	types[14] = FLOAT8OID;		/* max_hold */
+	types[17] = FLOAT8OID;		/* max_bypass */
 
 	initStringInfo(&query);
 	appendStringInfo(&query,
@@ -387,9 +393,10 @@ read_workloads(const BulkheadExtension *ext, MemoryContext cxt,
 					 "false, 1",
 					 budgets ? "parent, reserved, weight,"
 					 " pg_catalog.ceil(EXTRACT(epoch FROM max_hold) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.float8,"
-					 " on_max_hold, move_to" :
+					 " on_max_hold, move_to,"
+					 " pg_catalog.ceil(EXTRACT(epoch FROM max_bypass) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.float8" :
 					 "NULL::pg_catalog.text, 0, 100, NULL::pg_catalog.float8,"
-					 " 'log'::pg_catalog.text, NULL::pg_catalog.text",
+					 " 'log'::pg_catalog.text, NULL::pg_catalog.text, NULL::pg_catalog.float8",
 					 bulkhead_qualified_table_name(relid));
 	if (SPI_execute(query.data, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read table \"bulkhead_workload\"");

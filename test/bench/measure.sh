@@ -113,6 +113,17 @@ bench_pgbench() {
     # column 3 is the latency in microseconds ("failed" or "skipped" otherwise)
     p99=$(cat "$logdir"/lat.* | awk '$3 ~ /^[0-9]+$/ { print $3 }' | sort -n |
         awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else { i = int(NR * 0.99); if (i < NR * 0.99) i++; printf "%.1f", v[i] / 1000 } }')
+    # fairness, for a caller that asks (BENCH_CLIENT_STATS=FILE): the
+    # longest latency, the fewest transactions a client ended, and how
+    # many clients ended none, appended to FILE as "MAX_MS MIN NONE"
+    if [ -n "${BENCH_CLIENT_STATS:-}" ]; then
+        cat "$logdir"/lat.* | awk -v n="$clients" '
+            $3 ~ /^[0-9]+$/ { c[$1]++; if ($3 > mx) mx = $3 }
+            END { min = -1; seen = 0
+                  for (k in c) { seen++; if (min < 0 || c[k] < min) min = c[k] }
+                  if (seen < n || min < 0) min = 0
+                  printf "%.1f %d %d\n", mx / 1000, min, n - seen }' >>"$BENCH_CLIENT_STATS"
+    fi
     rm -rf "$logdir"
     echo "$tps $p99 $((${failed:-0} + aborted))"
 }
