@@ -31,7 +31,8 @@
  * (DESIGN.md): at each budget, first a child under its reservation (the
  * oldest head waiter among them); else the child least served for its
  * weight; ties to the child granted least recently, then to the oldest
- * head waiter.  FIFO within a leaf.
+ * head waiter.  FIFO within a leaf, or with max_bypass newest first
+ * (budget.h); a leaf with max_bypass still competes by its oldest waiter.
  *
  * Service.  A child's service is the permit-time it has borrowed (beyond
  * its reservation) divided by its weight, accumulated at each change of its
@@ -251,8 +252,10 @@ better(const Candidate *a, const Candidate *b)
 /*
  * The slot in slot's subtree whose head waiter gets the next permit, with
  * slot itself admitted by the levels above it; -1 when none may be
- * granted.  *head_at is that waiter's arrival.  A budget's own waiters
- * (callers queued before it became one) come first.
+ * granted.  *head_at is the arrival of that slot's head waiter (its
+ * oldest), even when max_bypass has the slot serve its newest: max_bypass
+ * reorders a slot's own waiters, not the order between siblings.  A
+ * budget's own waiters (callers queued before it became one) come first.
  */
 static int
 pick(BulkheadSlot *slot, TimestampTz now, TimestampTz *head_at)
@@ -264,7 +267,7 @@ pick(BulkheadSlot *slot, TimestampTz now, TimestampTz *head_at)
 		return -1;
 	if (slot->queued > 0)
 	{
-		*head_at = bulkhead_next_waiter(slot, now)->queued_at;
+		*head_at = entry_at(slot->waiters.head)->queued_at;
 		return bulkhead_slot_index(slot);
 	}
 	for (c = slot->first_child; c >= 0; c = bulkhead_slot_at(c)->next_sibling)
