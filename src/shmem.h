@@ -135,13 +135,14 @@ typedef struct BulkheadConfig
 	int			reserved;		/* 1.2: permits of the parent kept for this
 								 * subtree alone */
 	int			weight;			/* 1.2: share of the parent's shared part */
-	int64		max_bypass_us;	/* 1.2: the newest waiter is served first,
-								 * but none that has waited this long is
-								 * passed over; 0: strict FIFO */
 	int			nroles;			/* 0 = any role may acquire */
 	char		roles[BULKHEAD_MAX_ROLES][NAMEDATALEN];
 	char		parent[NAMEDATALEN];	/* 1.2: the budget drawn from, or "" */
 	char		move_to[NAMEDATALEN];	/* 1.2: for BULKHEAD_HOLD_MOVE */
+	/* after roles: admission's copy of the config (permit.c) leaves it out */
+	int64		max_bypass_us;	/* 1.2: the newest waiter is served first,
+								 * but none that has waited this long is
+								 * passed over; 0: strict FIFO */
 } BulkheadConfig;
 
 /* What the worker does to a holder past max_hold (runaway holders, 1.2) */
