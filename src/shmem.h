@@ -184,7 +184,7 @@ typedef struct BulkheadSlot
 								 * whole subtree's */
 	int			queued;			/* entries in waiters (its own) */
 	BulkheadEntryList holders;	/* GRANTED entries */
-	BulkheadEntryList waiters;	/* WAITING entries, FIFO */
+	BulkheadEntryList waiters;	/* WAITING entries, in arrival order */
 	BulkheadStats stats;
 
 	/*

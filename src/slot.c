@@ -11,11 +11,13 @@
  * changed: decisions are made under the lock, errors are raised by the
  * caller after it has released the lock, when the slot is whole again.
  *
- * A release hands its permit straight to the head waiter (the entry moves
- * from waiters to holders and the running count does not drop), then sets
- * that one backend's latch: bulkhead_slot_serve records whom to wake, and
- * the caller wakes them once the lock is released.  The waiter only looks
- * at its entry's state, so a newcomer can never overtake it.
+ * A release hands its permit straight to the next waiter, the head (or
+ * with max_bypass the newest, see budget.h): the entry moves from waiters
+ * to holders and the running count does not drop; then it sets that one
+ * backend's latch: bulkhead_slot_serve records whom to wake, and the caller
+ * wakes them once the lock is released.  The waiter only looks at its
+ * entry's state, so a newcomer that finds waiters never takes a permit
+ * before them; it queues (and with max_bypass is served first).
  *
  * Called by local.c and permit.c (a backend's own permits), waitgraph.c
  * (holders stamp), proof.c (waking waiters), loader.c and adaptive.c

@@ -24,8 +24,8 @@
  *   - any other backend waits for nothing here: it can make progress.
  * The two kinds of edges do not mean the same.  A lock waiter goes on only
  * once every backend blocking it has moved; a permit waiter could go on as
- * soon as any one holder releases (FIFO decides which waiter gets that
- * permit, see below).
+ * soon as any one holder releases (the order of the queue, FIFO or
+ * max_bypass's, decides which waiter gets that permit, see below).
  *
  * The rule
  * --------
@@ -42,19 +42,20 @@
  *
  * Sound (a report is a real deadlock, W on a cycle).  Holders of W's
  * workload are the only backends that can give W a permit (a release hands
- * the permit to the head waiter; with running >= current_limit, checked last,
- * nothing else grants).  If they are all stuck, none releases, so W waits
- * whatever the FIFO order; and each holder's path back to W closes a cycle
+ * the permit to the next waiter; with running >= current_limit, checked
+ * last, nothing else grants).  If they are all stuck, none releases, so W
+ * waits whatever the order; and each holder's path back to W closes a cycle
  * through W.  Only an outside action (cancel, timeout, terminate, a raised
  * limit) could end it, as for a lock-manager deadlock.
  *
- * Complete (for counting semaphores with FIFO hand-off).  Take a state in
+ * Complete (for counting semaphores with hand-off, in any order of the
+ * waiters: FIFO, or max_bypass's newest first).  Take a state in
  * which W's wait can never end and every holder waits, through others, for
  * W.  Every backend on those paths is stuck (induction on how Prog is built:
  * none of them can be the first to enter it), so the rule holds and W's
  * next search reports it ("When the search runs" below says how soon that
- * is).  FIFO matters only while some holder can still move: its release
- * serves the head waiter, which may not be W; then W is not deadlocked
+ * is).  The order matters only while some holder can still move: its
+ * release serves the next waiter, which may not be W; then W is not deadlocked
  * yet, and the search that runs after the last such holder has become
  * stuck finds it.  Waiters ahead of W need no
  * edge: they cannot take a permit from holders that never release.

@@ -12,6 +12,10 @@
 #      be woken.
 #   2. the prover is cancelled first: the head waiter g, woken to check in
 #      its place, is granted the permit; the checks must pass on again.
+# Both again with max_bypass set (issue 25): h's permit then goes to the
+# newest waiter g, not to the head, with the prover waiting on (or granted:
+# then the head is made the prover) and with the prover cancelled first;
+# the others are then granted newest first.
 use strict;
 use warnings;
 use FindBin;
@@ -51,7 +55,7 @@ sub searchers
 
 sub late_cycle
 {
-	my ($case, $cancel_prover) = @_;
+	my ($case, $cancel_prover, $bypass) = @_;
 	my ($x, $px) = dl_session();
 	my ($h, $ph) = dl_session();
 	sql($x, 'BEGIN; UPDATE t SET v = v + 1 WHERE id = 1;');
@@ -64,7 +68,7 @@ sub late_cycle
 
 	# case 1: the head waiter never checks (its deadlock_timeout is long),
 	# so that the prover is the next one and stays a waiter
-	if (!$cancel_prover)
+	if (!$cancel_prover && !$bypass)
 	{
 		my ($s, $pid) = dl_session();
 		sql($s, "SET deadlock_timeout = '60s'; BEGIN; UPDATE t SET v = v + 1 WHERE id = 10;");
@@ -116,15 +120,16 @@ sub late_cycle
 		@waiters = grep { $_->[1] != $prover } @waiters;
 	}
 
-	# h gives its permit to the head waiter g
+	# h gives its permit to the head waiter g (with max_bypass: the newest)
 	sql($h, 'ROLLBACK');
-	my $g = shift @waiters;
+	my $g = $bypass ? pop @waiters : shift @waiters;
 	($out, $err) = finish_async($g->[0]);
-	is($err, '', "$case: the head waiter is granted the permit");
+	is($err, '', "$case: the next waiter is granted the permit");
 
 	# g waits for the row of s: a sleeping waiter other than the prover
-	# and than the next head waiter
-	my ($s) = grep { $_->[1] != $prover } @waiters[1 .. $#waiters];
+	# and than the next waiter to be served
+	my ($s) = grep { $_->[1] != $prover }
+	  ($bypass ? @waiters[0 .. $#waiters - 1] : @waiters[1 .. $#waiters]);
 	my $t0 = time();
 	send_async($g->[0], "UPDATE t SET v = v + 1 WHERE id = $s->[2];");
 	($out, $err) = finish_async($s->[0]);
@@ -135,9 +140,9 @@ sub late_cycle
 	sql($s->[0], 'ROLLBACK');
 	@waiters = grep { $_ != $s } @waiters;
 	($out, $err) = finish_async($g->[0]);
-	is($err, '', "$case: the head waiter's UPDATE goes on");
+	is($err, '', "$case: the granted waiter's UPDATE goes on");
 	sql($g->[0], 'ROLLBACK');
-	for my $ws (@waiters)
+	for my $ws ($bypass ? reverse @waiters : @waiters)
 	{
 		($out, $err) = finish_async($ws->[0]);
 		is($err, '', "$case: waiter $ws->[1] gets its permit in turn");
@@ -147,12 +152,22 @@ sub late_cycle
 	close_session($_) foreach ($x, $h);
 }
 
-late_cycle('prover waits on', 0);
-late_cycle('prover cancelled', 1);
+late_cycle('prover waits on', 0, 0);
+late_cycle('prover cancelled', 1, 0);
+
+# max_bypass set; max_queued changes with it, so that the load shows
+$node->safe_psql('postgres',
+	"UPDATE bulkhead_workload SET max_bypass = '1h', max_queued = 51 WHERE name = 'w'");
+ok( poll_until(
+		$node,
+		"SELECT count(*) = 1 FROM bulkhead_stats WHERE workload = 'w' AND max_queued = 51"),
+	'max_bypass set');
+late_cycle('max_bypass, prover waits on', 0, 1);
+late_cycle('max_bypass, prover cancelled', 1, 1);
 
 is($node->safe_psql('postgres',
 		q{SELECT running || '/' || queued || ' dl ' || deadlocks FROM bulkhead_stats WHERE workload = 'w'}),
-	'0/0 dl 2', 'nothing running or queued, two deadlocks counted');
+	'0/0 dl 4', 'nothing running or queued, four deadlocks counted');
 
 $node->stop;
 done_testing();
