@@ -163,7 +163,7 @@ sweep_table() {    # sweep_table BUILTIN LABEL B...
 bench_header "Adaptive limit (pgbench -M simple, scale 1, ${SECS} s runs, median of $ROUNDS alternating rounds)"
 bench_settings
 echo
-echo "Command: \`bash test/bench/adaptive.sh $SECS $ROUNDS $PHASE\`. Every series goes through bulkhead.workload (transparent admission) but ungated." \
+echo "Command: \`$([ "$SECTIONS" = "1 2 3 4 5 6" ] || echo "ADAPTIVE_SECTIONS=\"$SECTIONS\" ")bash test/bench/adaptive.sh $SECS $ROUNDS $PHASE\`. Every series goes through bulkhead.workload (transparent admission) but ungated." \
      "Adaptive series (named by their law, \`bulkhead.adaptive_law\`): \`adaptive = true, min_running = 1, max_running = 64\`, made adaptive afresh before every run (so starting at twice the server's CPUs)." \
      "Fixed series: \`adaptive = false\`, \`max_running = B\`. The workload's queue: 1000 callers, 60 s."
 echo

@@ -101,9 +101,7 @@ stats=$(bench_psql -tAc "SELECT format('%s acquired, %s released, %s rejected, %
 bench_header "Deploying in front of many clients: tpcb-like at scale 1 (pgbench -M simple, ${SECS} s runs, median of $ROUNDS alternating rounds)"
 bench_settings
 echo
-echo "Machine: $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo), clock source $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo unknown)."
-echo
-echo "Command: \`bash test/bench/deploy.sh $PERMITS $SECS $ROUNDS\`. PgBouncer $(/usr/sbin/pgbouncer --version | head -n 1 | awk '{ print $2 }'), transaction pooling, on CPU 0 beside the server."
+echo "Command: \`bash test/bench/deploy.sh $PERMITS $SECS $ROUNDS $WARM\`. PgBouncer $(/usr/sbin/pgbouncer --version | head -n 1 | awk '{ print $2 }'), transaction pooling, on CPU 0 beside the server."
 echo "Series: ungated (\`-b tpcb-like\`); pgb2 (PgBouncer, pool 2, ungated behind it); bulkhead (\`-b tpcb-like\` as a role with \`bulkhead.workload = 'tpcb'\`, B = $PERMITS, strict FIFO);" \
      "warm (the same with \`max_bypass = '$WARM'\`: the newest waiter first); pgbN+bh (PgBouncer with a pool of N, the same role behind it); pgb$WARM_POOL+warm (PgBouncer, pool $WARM_POOL, the warm hand-off behind it)." \
      "Context switches: the whole machine's over the run (connecting included), per transaction committed (\`pg_stat_database.xact_commit\`)." \

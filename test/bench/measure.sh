@@ -22,7 +22,8 @@ bench_header() {
     echo "## $1"
     echo
     echo "$(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) cores," \
-         "$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo);" \
+         "$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)" \
+         "(clock source $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo unknown));" \
          "$(free -g | awk '/^Mem:/ { print $2 }') GiB;" \
          "$("$BH_BINDIR/postgres" --version)$(bench_quick && echo '; QUICK SMOKE RUN, figures meaningless')"
     echo
