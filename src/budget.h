@@ -7,8 +7,9 @@
  * budget.c writes the tree fields of the slots (shmem.h has the table) and
  * the running counts of budgets; slot.c, the owner of the entries, calls it
  * whenever a leaf's counts change, and asks it which leaf's next waiter to
- * serve (bulkhead_next_waiter: the head, or with max_bypass the newest).  Every function expects the caller to hold the tree's lock (the
- * lock in force of any of its slots) exclusively, except
+ * serve (bulkhead_next_waiter: the head, or with max_bypass the newest).
+ * Every function expects the caller to hold the tree's lock (the lock in
+ * force of any of its slots) exclusively, except
  * bulkhead_budget_restructure, which takes the locks itself; none throws
  * while it holds a lock.
  *

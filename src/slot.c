@@ -46,7 +46,7 @@
  * raised, reaper), are woken at once.
  */
 static void
-grant_head(BulkheadSlot *slot, TimestampTz now, BulkheadWakeups *wakeups)
+grant_next(BulkheadSlot *slot, TimestampTz now, BulkheadWakeups *wakeups)
 {
 	BulkheadEntry *entry = bulkhead_next_waiter(slot, now);
 
@@ -79,10 +79,10 @@ bulkhead_slot_serve(BulkheadSlot *slot, BulkheadWakeups *wakeups)
 	{
 		int			next;
 
-		/* budget.c picks, at every level, whose head waiter is next */
+		/* budget.c picks, at every level, whose waiter is next */
 		now = GetCurrentTimestamp();
 		while ((next = bulkhead_budget_pick(slot, now)) >= 0)
-			grant_head(bulkhead_slot_at(next), now, wakeups);
+			grant_next(bulkhead_slot_at(next), now, wakeups);
 		return;
 	}
 	while (!entry_list_is_empty(&slot->waiters) &&
@@ -90,7 +90,7 @@ bulkhead_slot_serve(BulkheadSlot *slot, BulkheadWakeups *wakeups)
 	{
 		if (now == 0)
 			now = GetCurrentTimestamp();
-		grant_head(slot, now, wakeups);
+		grant_next(slot, now, wakeups);
 	}
 }
 

@@ -44,6 +44,18 @@ guard_column(HeapTuple tuple, TupleDesc desc, int col)
 	return (int) Min(DatumGetFloat8(d), (double) INT_MAX);
 }
 
+/* Microseconds of an interval column > 0: NULL -> 0, else at least 1 */
+static int64
+positive_us_column(HeapTuple tuple, TupleDesc desc, int col)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(tuple, desc, col, &isnull);
+
+	if (isnull)
+		return 0;
+	return (int64) Max(Min(DatumGetFloat8(d), (double) (PG_INT64_MAX / 2)), 1.0);
+}
+
 static void
 read_row(HeapTuple tuple, TupleDesc desc, WorkloadRow *row)
 {
@@ -51,7 +63,6 @@ read_row(HeapTuple tuple, TupleDesc desc, WorkloadRow *row)
 	bool		isnull;
 	Datum		roles;
 	Datum		name;
-	Datum		d;
 	char		action[NAMEDATALEN];
 
 	memset(row, 0, sizeof(WorkloadRow));
@@ -75,19 +86,13 @@ read_row(HeapTuple tuple, TupleDesc desc, WorkloadRow *row)
 	(void) text_column(tuple, desc, 12, c->parent);
 	c->reserved = DatumGetInt32(SPI_getbinval(tuple, desc, 13, &isnull));
 	c->weight = DatumGetInt32(SPI_getbinval(tuple, desc, 14, &isnull));
-	d = SPI_getbinval(tuple, desc, 15, &isnull);
-	/* NULL: no limit; a limit is at least 1 us */
-	c->max_hold_us = isnull ? 0 :
-		(int64) Max(Min(DatumGetFloat8(d), (double) (PG_INT64_MAX / 2)), 1.0);
+	c->max_hold_us = positive_us_column(tuple, desc, 15);	/* 0: no limit */
 	if (text_column(tuple, desc, 16, action))
 		c->on_max_hold = strcmp(action, "cancel") == 0 ? BULKHEAD_HOLD_CANCEL :
 			strcmp(action, "terminate") == 0 ? BULKHEAD_HOLD_TERMINATE :
 			strcmp(action, "move") == 0 ? BULKHEAD_HOLD_MOVE : BULKHEAD_HOLD_LOG;
 	(void) text_column(tuple, desc, 17, c->move_to);
-	d = SPI_getbinval(tuple, desc, 18, &isnull);
-	/* NULL: strict FIFO; else at least 1 us */
-	c->max_bypass_us = isnull ? 0 :
-		(int64) Max(Min(DatumGetFloat8(d), (double) (PG_INT64_MAX / 2)), 1.0);
+	c->max_bypass_us = positive_us_column(tuple, desc, 18);	/* 0: FIFO */
 
 	roles = SPI_getbinval(tuple, desc, 9, &isnull);
 	if (!isnull)

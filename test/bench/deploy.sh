@@ -48,19 +48,6 @@ bench_psql -c "SELECT bulkhead_stats_reset('tpcb')" >/dev/null
 # of ours)
 commits() { bench_psql -tAc "SELECT xact_commit FROM pg_stat_database WHERE datname = 'postgres'"; }
 
-# the workload's max_bypass: VALUE (SQL), or NULL; max_queued changes with
-# it (1000 or 1001), so that the load of the row shows in bulkhead_stats
-set_bypass() {
-    local q=1000
-    [ "$1" = NULL ] || q=1001
-    bench_psql -c "UPDATE bulkhead_workload SET max_bypass = $1, max_queued = $q WHERE name = 'tpcb'" >/dev/null
-    for _ in $(seq 200); do
-        [ "$(bench_psql -tAc "SELECT max_queued FROM bulkhead_stats WHERE workload = 'tpcb'")" = "$q" ] && return
-        sleep 0.05
-    done
-    bh_die "max_bypass = $1 was not loaded"
-}
-
 # bench_alternate calls run in a subshell: the switches and what the
 # clients got go to a file, a line per run: KEY SWITCHES/TX MAX_MS MIN NONE
 RUN_LOG=$BENCH_DIR/runs
@@ -78,8 +65,8 @@ run() {    # run SERIES/CLIENTS: one pgbench run; prints "TPS P99_MS FAILED"
             ;;
     esac
     case $series in
-        *warm) set_bypass "'$WARM'"; args+=(-U gated) ;;
-        *bh | bulkhead) set_bypass NULL; args+=(-U gated) ;;
+        *warm) bench_set_max_bypass tpcb "'$WARM'"; args+=(-U gated) ;;
+        *bh | bulkhead) bench_set_max_bypass tpcb NULL; args+=(-U gated) ;;
     esac
     rm -f "$BENCH_DIR/clients"
     c0=$(bench_switches) x0=$(commits)

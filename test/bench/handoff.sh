@@ -24,23 +24,11 @@ bench_psql <"$here/handoff_loop.sql"
 bench_wait_loaded handoff
 loop_script=$(printf '\\set x 1\nSELECT handoff_loop();\n' | bench_pgbench_script handoff)
 
-# order fifo|warm: the workload's max_bypass (NULL or 1 s); max_queued
-# changes with it, so that the load shows in bulkhead_stats
-order() {
-    local v=NULL q=1000
-    [ "$1" = fifo ] || v="'1s'" q=1001
-    bench_psql -c "UPDATE bulkhead_workload SET max_bypass = $v, max_queued = $q WHERE name = 'handoff'" >/dev/null
-    for _ in $(seq 200); do
-        [ "$(bench_psql -tAc "SELECT max_queued FROM bulkhead_stats WHERE workload = 'handoff'")" = "$q" ] && return
-        sleep 0.05
-    done
-    bh_die "max_bypass = $v was not loaded"
-}
-
 # run ORDER/N: grants per second with N backends in the loop
 run() {
     local n=${1#*/} pgb in sample0 sample1 i
-    order "${1%/*}"
+    # the order: fifo (max_bypass NULL) or warm (1 s)
+    if [ "${1%/*}" = fifo ]; then bench_set_max_bypass handoff NULL; else bench_set_max_bypass handoff "'1s'"; fi
     runuser -u postgres -- "$BH_BINDIR/pgbench" -n -h "$BENCH_DIR" -p "$BENCH_PORT" \
         -c "$n" -j 2 -t 1 -f "$loop_script" postgres >"$BENCH_DIR/handoff-$n.log" 2>&1 &
     pgb=$!

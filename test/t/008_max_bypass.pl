@@ -38,61 +38,13 @@ my ($ret, $out, $err) = $node->psql('postgres',
 like($err, qr/23514.*bulkhead_workload_max_bypass_positive/s,
 	'max_bypass = 0 is refused (23514)');
 
-# Queue waiters named @names for workload $w, one after the other (each
-# queued and asleep before the next, behind those already queued); each records its grant in table
-# grants, holds the permit a moment, and releases it.
-sub queue_waiters
-{
-	my ($w, @names) = @_;
-	my @sessions;
-	my $n = $node->safe_psql('postgres',
-		"SELECT count(*) FROM bulkhead_activity WHERE workload = '$w' AND state = 'queued'");
-	for my $name (@names)
-	{
-		my $s = session($node);
-		push @sessions, $s;
-		$n++;
-		send_async($s,
-			    "SELECT bulkhead_acquire('$w');"
-			  . " INSERT INTO grants (who) VALUES ('$name');"
-			  . " SELECT pg_sleep(0.05);"
-			  . " SELECT bulkhead_release('$w');");
-		ok( poll_until(
-				$node,
-				"SELECT count(*) = $n FROM bulkhead_activity a JOIN pg_stat_activity p USING (pid)"
-				  . " WHERE a.workload = '$w' AND a.state = 'queued' AND p.wait_event_type = 'Extension'"
-			),
-			"$w: $name is queued");
-	}
-	return @sessions;
-}
-
-sub grant_order
-{
-	my ($n) = @_;
-	ok(poll_until($node, "SELECT count(*) = $n FROM grants", 30), "$n grants made");
-	my $order = $node->safe_psql('postgres', "SELECT string_agg(who, ',' ORDER BY id) FROM grants");
-	$node->safe_psql('postgres', 'TRUNCATE grants');
-	return $order;
-}
-
-sub finish
-{
-	for my $s (@_)
-	{
-		my (undef, $err) = finish_async($s);
-		is($err, '', 'a waiter acquired and released without error');
-		close_session($s);
-	}
-}
-
 # 1. newest first: the holder's release goes to c, c's to b, b's to a
 my $h = session($node);
 sql($h, "SELECT bulkhead_acquire('w')");
-my @s = queue_waiters('w', qw(a b c));
+my @s = queue_recorders($node, [ 'w', 'a' ], [ 'w', 'b' ], [ 'w', 'c' ]);
 sql($h, "SELECT bulkhead_release('w')");
-is(grant_order(3), 'c,b,a', 'with max_bypass, the newest waiter is served first');
-finish(@s);
+is(grant_order($node, 3), 'c,b,a', 'with max_bypass, the newest waiter is served first');
+finish_recorders(@s);
 
 # Change w's max_bypass; max_queued changes with it, so that the load of
 # the row (one step) shows in bulkhead_stats
@@ -112,28 +64,28 @@ sub set_max_bypass
 # among those past the bound), then d, c (newest first)
 set_max_bypass("'2s'", 11);
 sql($h, "SELECT bulkhead_acquire('w')");
-@s = queue_waiters('w', qw(a b));
+@s = queue_recorders($node, [ 'w', 'a' ], [ 'w', 'b' ]);
 usleep(2_200_000);
-push @s, queue_waiters('w', qw(c d));
+push @s, queue_recorders($node, [ 'w', 'c' ], [ 'w', 'd' ]);
 sql($h, "SELECT bulkhead_release('w')");
-is(grant_order(4), 'a,b,d,c',
+is(grant_order($node, 4), 'a,b,d,c',
 	'waiters past max_bypass are served first, oldest first; then the newest');
-finish(@s);
+finish_recorders(@s);
 
 # 3. NULL: arrival order again, from the next grant on
 set_max_bypass('NULL', 12);
 sql($h, "SELECT bulkhead_acquire('w')");
-@s = queue_waiters('w', qw(a b c));
+@s = queue_recorders($node, [ 'w', 'a' ], [ 'w', 'b' ], [ 'w', 'c' ]);
 sql($h, "SELECT bulkhead_release('w')");
-is(grant_order(3), 'a,b,c', 'max_bypass NULL: arrival order');
-finish(@s);
+is(grant_order($node, 3), 'a,b,c', 'max_bypass NULL: arrival order');
+finish_recorders(@s);
 
 # 4. a leaf under a budget: the leaf's newest waiter first
 sql($h, "SELECT bulkhead_acquire('leaf')");
-@s = queue_waiters('leaf', qw(a b c));
+@s = queue_recorders($node, [ 'leaf', 'a' ], [ 'leaf', 'b' ], [ 'leaf', 'c' ]);
 sql($h, "SELECT bulkhead_release('leaf')");
-is(grant_order(3), 'c,b,a', 'a leaf in a tree of budgets: newest first too');
-finish(@s);
+is(grant_order($node, 3), 'c,b,a', 'a leaf in a tree of budgets: newest first too');
+finish_recorders(@s);
 
 my $st = $node->safe_psql('postgres',
 	"SELECT string_agg(workload || ' ' || running || '/' || queued || ' ' || acquired || '=' || released, ', ' ORDER BY workload)"

@@ -49,43 +49,6 @@ ok( poll_until(
 		  . " ORDER BY workload) = 'a:p:1,b:p:1,g:-:0,p:g:0,s:-:0' FROM bulkhead_stats"),
 	'the tree g > p > {a, b} and workload s are loaded');
 
-# Queue [workload, name] pairs one after the other (each queued and asleep
-# before the next); each records its grant, holds a moment, releases.
-sub queue_waiters
-{
-	my @sessions;
-	my $n = 0;
-	for my $pair (@_)
-	{
-		my ($w, $name) = @$pair;
-		my $s = session($node);
-		push @sessions, $s;
-		$n++;
-		send_async($s,
-			    "SELECT bulkhead_acquire('$w');"
-			  . " INSERT INTO grants (who) VALUES ('$name');"
-			  . " SELECT pg_sleep(0.05);"
-			  . " SELECT bulkhead_release('$w');");
-		ok( poll_until(
-				$node,
-				"SELECT count(*) = $n FROM bulkhead_activity a JOIN pg_stat_activity p USING (pid)"
-				  . " WHERE a.state = 'queued' AND p.wait_event_type = 'Extension'"
-			),
-			"$name is queued for $w");
-	}
-	return @sessions;
-}
-
-sub finish
-{
-	for my $s (@_)
-	{
-		my (undef, $err) = finish_async($s);
-		is($err, '', 'a waiter acquired and released without error');
-		close_session($s);
-	}
-}
-
 # 1. a1 is the oldest waiter of the tree; b1..b3 come next, a2 last.  a's
 # head (a1) is older than b's (b1): a is served first, and serves its
 # newest (a2); then a1, still older than b1; then b's in order.  On the
@@ -93,15 +56,12 @@ sub finish
 # every tie: b1, b2, b3, a2, a1.
 my $h = session($node);
 is(sql($h, "SELECT bulkhead_acquire('a')"), '', 'the tree\'s one permit is held');
-my @s = queue_waiters([ 'a', 'a1' ], [ 'b', 'b1' ], [ 'b', 'b2' ], [ 'b', 'b3' ],
+my @s = queue_recorders($node, [ 'a', 'a1' ], [ 'b', 'b1' ], [ 'b', 'b2' ], [ 'b', 'b3' ],
 	[ 'a', 'a2' ]);
 sql($h, "SELECT bulkhead_release('a')");
-ok(poll_until($node, 'SELECT count(*) = 5 FROM grants', 30), '5 grants made');
-is($node->safe_psql('postgres', "SELECT string_agg(who, ',' ORDER BY id) FROM grants"),
-	'a2,a1,b1,b2,b3',
+is(grant_order($node, 5), 'a2,a1,b1,b2,b3',
 	'max_bypass reorders its own leaf only: between leaves, the oldest head waiter first');
-finish(@s);
-$node->safe_psql('postgres', 'TRUNCATE grants');
+finish_recorders(@s);
 
 # 2. s: queue_timeout 2 s < max_bypass 1 h.  o waits first, n after it;
 # the release goes to n (newest), which holds 4 s: o times out with 53B02.
@@ -153,15 +113,12 @@ $old->safe_psql('postgres', q{
 	CREATE TABLE grants (id serial PRIMARY KEY, who text NOT NULL);
 	});
 wait_loaded($old, 'w', 1);
-$node = $old;    # for queue_waiters
 $h = session($old);
 sql($h, "SELECT bulkhead_acquire('w')");
-@s = queue_waiters([ 'w', 'x' ], [ 'w', 'y' ], [ 'w', 'z' ]);
+@s = queue_recorders($old, [ 'w', 'x' ], [ 'w', 'y' ], [ 'w', 'z' ]);
 sql($h, "SELECT bulkhead_release('w')");
-ok(poll_until($old, 'SELECT count(*) = 3 FROM grants', 30), '3 grants made at 1.1');
-is($old->safe_psql('postgres', "SELECT string_agg(who, ',' ORDER BY id) FROM grants"),
-	'x,y,z', 'an install at 1.1 keeps arrival order');
-finish(@s);
+is(grant_order($old, 3), 'x,y,z', 'an install at 1.1 keeps arrival order');
+finish_recorders(@s);
 close_session($h);
 $old->stop;
 done_testing();

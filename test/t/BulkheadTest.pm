@@ -19,7 +19,7 @@ use Time::HiRes qw(usleep time);
 our @EXPORT = qw(
   bulkhead_node wait_loaded wait_classified session verbose_session send_async finish_async sql sql2
   close_session poll_until stats activity_states waiting_backends
-  worker_pid all_counts
+  worker_pid all_counts queue_recorders grant_order finish_recorders
 );
 
 # Every node these tests make is UTF8 with the C locale, whatever the
@@ -305,6 +305,62 @@ sub all_counts
 		                  || acquired || '/' || released || '/' || cancelled,
 		                  ',' ORDER BY workload)
 		FROM bulkhead_stats});
+}
+
+# Queue callers one after the other, each queued and asleep on its latch
+# before the next (behind those already queued): one session per
+# [workload, name] pair, which takes a permit of the workload, records its
+# name in table grants (id serial, who text), holds the permit a moment and
+# releases it.  Returns the sessions.
+sub queue_recorders
+{
+	my ($node, @pairs) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	my @sessions;
+	my $n = $node->safe_psql('postgres',
+		"SELECT count(*) FROM bulkhead_activity WHERE state = 'queued'");
+	for my $pair (@pairs)
+	{
+		my ($w, $name) = @$pair;
+		my $s = session($node);
+		push @sessions, $s;
+		$n++;
+		send_async($s,
+			    "SELECT bulkhead_acquire('$w');"
+			  . " INSERT INTO grants (who) VALUES ('$name');"
+			  . " SELECT pg_sleep(0.05);"
+			  . " SELECT bulkhead_release('$w');");
+		ok( poll_until(
+				$node,
+				"SELECT count(*) = $n FROM bulkhead_activity a JOIN pg_stat_activity p USING (pid)"
+				  . " WHERE a.state = 'queued' AND p.wait_event_type = 'Extension'"),
+			"$name is queued for $w");
+	}
+	return @sessions;
+}
+
+# Once $n grants are recorded in table grants: their names in the order
+# granted, comma-separated; the table is emptied for the next round.
+sub grant_order
+{
+	my ($node, $n) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	ok(poll_until($node, "SELECT count(*) = $n FROM grants", 30), "$n grants made");
+	my $order = $node->safe_psql('postgres', "SELECT string_agg(who, ',' ORDER BY id) FROM grants");
+	$node->safe_psql('postgres', 'TRUNCATE grants');
+	return $order;
+}
+
+# The sessions of queue_recorders: each acquired and released, then closed
+sub finish_recorders
+{
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	for my $s (@_)
+	{
+		my (undef, $err) = finish_async($s);
+		is($err, '', 'a waiter acquired and released without error');
+		close_session($s);
+	}
 }
 
 1;
