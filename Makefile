@@ -15,6 +15,7 @@ OBJS = \
 	src/statsfile.o \
 	src/slot.o \
 	src/budget.o \
+	src/keys.o \
 	src/blockers.o \
 	src/local.o \
 	src/guard.o \

@@ -141,7 +141,20 @@ SELECT bulkhead_acquire('w', 5);
 \echo :LAST_ERROR_SQLSTATE
 SELECT bulkhead_acquire('w', 'soon');
 \echo :LAST_ERROR_SQLSTATE
-SELECT bulkhead_acquire('w', '1s', '2s');
+SELECT bulkhead_acquire('w', '1s', 'k', '2s');
+\echo :LAST_ERROR_SQLSTATE
+-- tenants: a key of more than 63 bytes, a key with max_running_per_key or
+-- max_queued_per_key out of range
+SELECT bulkhead_acquire('w', '1s', repeat('k', 64));
+\echo :LAST_ERROR_SQLSTATE
+SELECT bulkhead_try_acquire_xact('w', '1s', repeat('€', 22));
+\echo :LAST_ERROR_SQLSTATE
+SET bulkhead.key = 'kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk';
+\echo :LAST_ERROR_SQLSTATE
+SHOW bulkhead.key;
+UPDATE bulkhead_workload SET max_running_per_key = 0 WHERE name = 'w';
+\echo :LAST_ERROR_SQLSTATE
+UPDATE bulkhead_workload SET max_queued_per_key = -1 WHERE name = 'w';
 \echo :LAST_ERROR_SQLSTATE
 SELECT bulkhead_release_all('w');
 \echo :LAST_ERROR_SQLSTATE

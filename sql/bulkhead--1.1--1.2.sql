@@ -38,11 +38,17 @@ ALTER TABLE @extschema@.bulkhead_workload
         CHECK ((on_max_hold = 'move') = (move_to IS NOT NULL) AND move_to <> name),
     ADD COLUMN max_bypass interval
         CONSTRAINT bulkhead_workload_max_bypass_positive
-        CHECK (max_bypass > '0');
+        CHECK (max_bypass > '0'),
+    ADD COLUMN max_running_per_key integer
+        CONSTRAINT bulkhead_workload_max_running_per_key_positive
+        CHECK (max_running_per_key >= 1),
+    ADD COLUMN max_queued_per_key integer
+        CONSTRAINT bulkhead_workload_max_queued_per_key_not_negative
+        CHECK (max_queued_per_key >= 0);
 
 -- bulkhead_stats gains seven last columns (parent, reserved, weight,
 -- borrowed, over_hold, moved_out, moved_in) and bulkhead_activity one
--- (moved_from): the views and the functions are made again, with the
+-- (moved_from) and, for tenants, key: the views and the functions are made again, with the
 -- views' grants, as 1.0 -> 1.1 did.
 DROP VIEW @extschema@.bulkhead_stats;
 DROP FUNCTION @extschema@.bulkhead_stats();
@@ -97,7 +103,8 @@ CREATE FUNCTION @extschema@.bulkhead_activity(
     OUT scope text,
     OUT since timestamptz,
     OUT wait_ms double precision,
-    OUT moved_from text)
+    OUT moved_from text,
+    OUT key text)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'bulkhead_activity'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
@@ -107,3 +114,77 @@ CREATE VIEW @extschema@.bulkhead_activity AS
 
 GRANT SELECT ON @extschema@.bulkhead_stats TO PUBLIC;
 GRANT SELECT ON @extschema@.bulkhead_activity TO PUBLIC;
+
+-- 1.2: the same with a key (a tenant, a customer): callers of one key are
+-- served in arrival order, keys in turn, the least served first.  A NULL
+-- or empty key is no key.  (Overloads rather than a new defaulted
+-- argument, so that an update keeps the grants made on the functions.)
+CREATE FUNCTION @extschema@.bulkhead_acquire(workload text, timeout interval, key text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'bulkhead_acquire'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION @extschema@.bulkhead_acquire_xact(workload text, timeout interval, key text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'bulkhead_acquire_xact'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION @extschema@.bulkhead_try_acquire(workload text, timeout interval, key text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'bulkhead_try_acquire'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION @extschema@.bulkhead_try_acquire_xact(workload text, timeout interval, key text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'bulkhead_try_acquire_xact'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+-- The keyed overloads get the grants of the functions they overload: an
+-- operator who revoked EXECUTE on bulkhead_acquire from PUBLIC (to grant
+-- it to some roles) finds the keyed one closed the same way.
+DO $$
+DECLARE
+    f text;
+    acl aclitem[];
+    g record;
+BEGIN
+    FOREACH f IN ARRAY ARRAY['bulkhead_acquire', 'bulkhead_acquire_xact',
+                             'bulkhead_try_acquire', 'bulkhead_try_acquire_xact']
+    LOOP
+        SELECT p.proacl INTO acl FROM pg_catalog.pg_proc p
+         WHERE p.oid OPERATOR(pg_catalog.=) pg_catalog.to_regprocedure(
+               '@extschema@.' || f || '(text, interval)');
+        CONTINUE WHEN acl IS NULL;
+        EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION @extschema@.%I(text, interval, text) FROM PUBLIC', f);
+        FOR g IN SELECT a.grantee FROM pg_catalog.aclexplode(acl) a
+                  WHERE a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+        LOOP
+            IF g.grantee OPERATOR(pg_catalog.=) 0 THEN
+                EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.%I(text, interval, text) TO PUBLIC', f);
+            ELSE
+                EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.%I(text, interval, text) TO %s',
+                                          f, g.grantee::pg_catalog.regrole::pg_catalog.text);
+            END IF;
+        END LOOP;
+    END LOOP;
+END
+$$;
+
+-- 1.2: the keys in use (holding or waiting), per workload.  Keys name
+-- tenants: readable by pg_read_all_stats, as other sessions' queries are.
+CREATE FUNCTION @extschema@.bulkhead_keys(
+    OUT workload text,
+    OUT key text,
+    OUT running integer,
+    OUT queued integer,
+    OUT oldest_wait_ms double precision)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'bulkhead_keys'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE VIEW @extschema@.bulkhead_keys AS
+    SELECT * FROM @extschema@.bulkhead_keys();
+
+REVOKE ALL ON FUNCTION @extschema@.bulkhead_keys() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.bulkhead_keys() TO pg_read_all_stats;
+GRANT SELECT ON @extschema@.bulkhead_keys TO pg_read_all_stats;

@@ -82,7 +82,16 @@ CREATE TABLE @extschema@.bulkhead_workload (
     -- no more (those are served oldest first).
     max_bypass        interval
                       CONSTRAINT bulkhead_workload_max_bypass_positive
-                      CHECK (max_bypass > '0')
+                      CHECK (max_bypass > '0'),
+    -- 1.2: tenants.  Callers that name a key (the acquire functions' key,
+    -- the setting bulkhead.key) are served key by key, the least served
+    -- first; NULL: no cap on one key's permits or on its waiting callers.
+    max_running_per_key integer
+                      CONSTRAINT bulkhead_workload_max_running_per_key_positive
+                      CHECK (max_running_per_key >= 1),
+    max_queued_per_key integer
+                      CONSTRAINT bulkhead_workload_max_queued_per_key_not_negative
+                      CHECK (max_queued_per_key >= 0)
 );
 
 COMMENT ON TABLE @extschema@.bulkhead_workload IS
@@ -131,6 +140,30 @@ AS 'MODULE_PATHNAME', 'bulkhead_try_acquire'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 CREATE FUNCTION @extschema@.bulkhead_try_acquire_xact(workload text, timeout interval DEFAULT '0')
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'bulkhead_try_acquire_xact'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+-- 1.2: the same with a key (a tenant, a customer): callers of one key are
+-- served in arrival order, keys in turn, the least served first.  A NULL
+-- or empty key is no key.  (Overloads rather than a new defaulted
+-- argument, so that an update keeps the grants made on the functions.)
+CREATE FUNCTION @extschema@.bulkhead_acquire(workload text, timeout interval, key text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'bulkhead_acquire'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION @extschema@.bulkhead_acquire_xact(workload text, timeout interval, key text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'bulkhead_acquire_xact'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION @extschema@.bulkhead_try_acquire(workload text, timeout interval, key text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'bulkhead_try_acquire'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION @extschema@.bulkhead_try_acquire_xact(workload text, timeout interval, key text)
 RETURNS boolean
 AS 'MODULE_PATHNAME', 'bulkhead_try_acquire_xact'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
@@ -195,13 +228,33 @@ CREATE FUNCTION @extschema@.bulkhead_activity(
     OUT scope text,
     OUT since timestamptz,
     OUT wait_ms double precision,
-    OUT moved_from text)
+    OUT moved_from text,
+    OUT key text)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'bulkhead_activity'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 CREATE VIEW @extschema@.bulkhead_activity AS
     SELECT * FROM @extschema@.bulkhead_activity();
+
+-- 1.2: the keys in use (holding or waiting), per workload.  Keys name
+-- tenants: readable by pg_read_all_stats, as other sessions' queries are.
+CREATE FUNCTION @extschema@.bulkhead_keys(
+    OUT workload text,
+    OUT key text,
+    OUT running integer,
+    OUT queued integer,
+    OUT oldest_wait_ms double precision)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'bulkhead_keys'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE VIEW @extschema@.bulkhead_keys AS
+    SELECT * FROM @extschema@.bulkhead_keys();
+
+REVOKE ALL ON FUNCTION @extschema@.bulkhead_keys() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.bulkhead_keys() TO pg_read_all_stats;
+GRANT SELECT ON @extschema@.bulkhead_keys TO pg_read_all_stats;
 
 -- For a backend queued for a permit, the pids holding that workload's
 -- permits; empty for any other backend.  With pg_blocking_pids, the whole

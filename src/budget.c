@@ -267,6 +267,9 @@ pick(BulkheadSlot *slot, TimestampTz now, TimestampTz *head_at)
 		return -1;
 	if (slot->queued > 0)
 	{
+		/* a keyed leaf whose waiting keys are all at their caps: none */
+		if (slot->keyed && bulkhead_keys_next_waiter(slot, now) == NULL)
+			return -1;
 		*head_at = entry_at(slot->waiters.head)->queued_at;
 		return bulkhead_slot_index(slot);
 	}

@@ -19,6 +19,7 @@
 #define BULKHEAD_BUDGET_H
 
 #include "entry_list.h"
+#include "keys.h"
 #include "shmem.h"
 
 /* How deep a tree may be: a root and three levels under it */
@@ -78,12 +79,18 @@ bulkhead_budget_under_limit(const BulkheadSlot *slot)
  * The waiter of slot (which has some) that is served next.  The head, in
  * arrival order; with max_bypass, the newest (the process that ran last,
  * whose memory is still warm in the caches), unless the head has waited
- * max_bypass: then the head, so that none is passed over for longer.
+ * max_bypass: then the head, so that none is passed over for longer.  In a
+ * keyed workload (tenants), the next of the least served key (keys.c), or
+ * NULL when every key that waits is at its cap.
  */
 static inline BulkheadEntry *
 bulkhead_next_waiter(const BulkheadSlot *slot, TimestampTz now)
 {
-	BulkheadEntry *head = entry_at(slot->waiters.head);
+	BulkheadEntry *head;
+
+	if (unlikely(slot->keyed))
+		return bulkhead_keys_next_waiter(slot, now);
+	head = entry_at(slot->waiters.head);
 
 	if (likely(slot->config.max_bypass_us == 0) ||
 		now - head->queued_at >= slot->config.max_bypass_us)

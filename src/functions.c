@@ -36,6 +36,20 @@ PG_FUNCTION_INFO_V1(bulkhead_release_all);
 
 /*---- GUC variables ----*/
 bool		bulkhead_allow_session_permits = true;
+char	   *bulkhead_key = NULL;
+
+/* bulkhead.key: at most BULKHEAD_KEY_MAXLEN bytes */
+static bool
+check_key(char **newval, void **extra, GucSource source)
+{
+	if (*newval != NULL && strlen(*newval) > BULKHEAD_KEY_MAXLEN)
+	{
+		GUC_check_errdetail("A key has at most %d bytes; this one has %d.",
+							BULKHEAD_KEY_MAXLEN, (int) strlen(*newval));
+		return false;
+	}
+	return true;
+}
 
 /* From _PG_init */
 void
@@ -50,6 +64,55 @@ bulkhead_functions_init(void)
 							 PGC_SUSET,
 							 0,
 							 NULL, NULL, NULL);
+
+	DefineCustomStringVariable("bulkhead.key",
+							   "The key (tenant) this session's transparent admission acquires as.",
+							   "Keys are served in turn within a workload. Empty: no key. "
+							   "Behind a transaction-pooling proxy, use SET LOCAL in each transaction.",
+							   &bulkhead_key,
+							   "",
+							   PGC_USERSET,
+							   0,
+							   check_key, NULL, NULL);
+}
+
+/* The key that transparent admission acquires as, or NULL for none */
+const char *
+bulkhead_session_key(void)
+{
+	return bulkhead_key != NULL && bulkhead_key[0] != '\0' ? bulkhead_key : NULL;
+}
+
+/*
+ * The key argument argno (absent from the 1.1 declarations), checked, into
+ * key (BULKHEAD_KEY_MAXLEN + 1 bytes); false when it is NULL or empty: no
+ * key.
+ */
+static bool
+key_arg(FunctionCallInfo fcinfo, int argno, char *key)
+{
+	text	   *t;
+	int			len;
+
+	if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
+		return false;
+	t = PG_GETARG_TEXT_PP(argno);
+	len = VARSIZE_ANY_EXHDR(t);
+	if (len == 0)
+		return false;
+	if (len > BULKHEAD_KEY_MAXLEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("key is too long"),
+				 errdetail("A key has at most %d bytes; this one has %d.",
+						   BULKHEAD_KEY_MAXLEN, len)));
+	memcpy(key, VARDATA_ANY(t), len);
+	key[len] = '\0';
+	if (strlen(key) != (size_t) len)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("key must not contain a zero byte")));
+	return true;
 }
 
 /* Workload name argument argno, checked, into name (NAMEDATALEN bytes) */
@@ -128,6 +191,8 @@ static bool
 acquire_common(FunctionCallInfo fcinfo, BulkheadScope scope, bool try_only)
 {
 	char		name[NAMEDATALEN];
+	char		key[BULKHEAD_KEY_MAXLEN + 1];
+	bool		keyed;
 	bool		use_default;
 	int64		timeout_us;
 
@@ -135,14 +200,15 @@ acquire_common(FunctionCallInfo fcinfo, BulkheadScope scope, bool try_only)
 	refuse_in_parallel_mode();
 	bulkhead_workload_name_arg(fcinfo, 0, name);
 	timeout_us = timeout_arg(fcinfo, &use_default);
+	keyed = key_arg(fcinfo, 2, key);
 	if (scope == BULKHEAD_SCOPE_SESSION && !bulkhead_allow_session_permits)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("session permits are not allowed in this session"),
 				 errdetail("The setting \"bulkhead.allow_session_permits\" is off: behind a transaction-pooling proxy, a session permit would stay with the server connection after the transaction."),
 				 errhint("Use bulkhead_acquire_xact() or bulkhead_try_acquire_xact() in a transaction.")));
-	return bulkhead_acquire_permit(name, timeout_us, use_default, scope, try_only,
-								   NULL);
+	return bulkhead_acquire_permit(name, keyed ? key : NULL, timeout_us,
+								   use_default, scope, try_only, NULL);
 }
 
 Datum

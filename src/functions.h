@@ -13,6 +13,9 @@
 #include "fmgr.h"
 
 extern bool bulkhead_allow_session_permits;
+extern char *bulkhead_key;
+
+extern const char *bulkhead_session_key(void);
 
 extern void bulkhead_functions_init(void);
 extern void bulkhead_workload_name_arg(FunctionCallInfo fcinfo, int argno,

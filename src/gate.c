@@ -48,6 +48,7 @@
  */
 #include "gate.h"
 #include "follow.h"
+#include "functions.h"
 #include "local.h"
 #include "permit.h"
 #include "rules.h"
@@ -121,7 +122,7 @@ acquire_for_rule(BulkheadClassification *class, bool *snapshot_given_up)
 	strlcpy(workload, class->workload, NAMEDATALEN);
 	PG_TRY();
 	{
-		(void) bulkhead_acquire_permit(workload, 0, true,
+		(void) bulkhead_acquire_permit(workload, bulkhead_session_key(), 0, true,
 									   BULKHEAD_SCOPE_AUTO, false,
 									   snapshot_given_up);
 	}
@@ -145,7 +146,8 @@ acquire_for_rule(BulkheadClassification *class, bool *snapshot_given_up)
 	/* no longer classified (the rule went with its workload): not gated */
 	if (class->workload != NULL &&
 		bulkhead_local_index_by_name(class->workload) < 0)
-		(void) bulkhead_acquire_permit(class->workload, 0, true,
+		(void) bulkhead_acquire_permit(class->workload, bulkhead_session_key(), 0,
+									   true,
 									   BULKHEAD_SCOPE_AUTO, false,
 									   snapshot_given_up);
 }
@@ -180,7 +182,8 @@ gate_transaction(bool *snapshot_given_up)
 		if (class.source == BULKHEAD_CLASS_RULE)
 			acquire_for_rule(&class, snapshot_given_up);
 		else
-			(void) bulkhead_acquire_permit(class.workload, 0, true,
+			(void) bulkhead_acquire_permit(class.workload, bulkhead_session_key(), 0,
+										   true,
 										   BULKHEAD_SCOPE_AUTO, false,
 										   snapshot_given_up);
 

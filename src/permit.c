@@ -25,6 +25,7 @@
 #include "local.h"
 #include "slot.h"
 #include "budget.h"
+#include "keys.h"
 
 #include <math.h>
 
@@ -199,6 +200,30 @@ note_children(const BulkheadSlot *slot)
 	}
 }
 
+/* A caller of key was rejected by the key's max_queued_per_key */
+static void
+report_key_full(const char *name, const char *key, const BulkheadConfig *config)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_BULKHEAD_FULL),
+			 errmsg("key \"%s\" of workload \"%s\" is full", key, name),
+			 errdetail("The key has %d callers waiting already (max_queued_per_key).",
+					   config->max_queued_per_key),
+			 errhint("Retry later with backoff, or shed this work.")));
+}
+
+static void
+report_no_key_room(const char *key)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+			 errmsg("too many bulkhead keys in use"),
+			 errdetail("Key \"%s\" would be the %d + 1st key holding or awaiting a permit.",
+					   key, bulkhead_shared->nkeys),
+			 errhint("Raise \"bulkhead.max_keys\" (currently %d), or retry once keys in use are released.",
+					 bulkhead_shared->nkeys)));
+}
+
 static void
 report_budget(const char *name, BulkheadScope scope)
 {
@@ -368,7 +393,8 @@ wait_for_permit(BulkheadSlot *slot, int slotno, int li, BulkheadScope scope,
  * an unknown workload, before anything changed.
  */
 static BulkheadAdmit
-admit(const char *name, BulkheadScope scope, int64 *timeout_us,
+admit(const char *name, const char *key, uint32 key_hash,
+	  BulkheadScope scope, int64 *timeout_us,
 	  bool use_default_timeout, bool roles_checked, int *slotno, int *li,
 	  BulkheadConfig *config, int *limit, TimestampTz *now)
 {
@@ -402,12 +428,13 @@ admit(const char *name, BulkheadScope scope, int64 *timeout_us,
 	if (config->nroles > 0 && !roles_checked)
 		memcpy(config->roles, slot->config.roles,
 			   sizeof(config->roles[0]) * config->nroles);
+	config->max_queued_per_key = slot->config.max_queued_per_key;	/* for 53B01 */
 	if (use_default_timeout)
 		*timeout_us = config->queue_timeout_us;
 	*limit = slot->current_limit;
 	outcome = bulkhead_slot_admit(slot, *slotno, bulkhead_my_entry(*li), scope,
 								  config, *limit, *timeout_us, roles_checked,
-								  *now);
+								  key, key_hash, *now);
 	if (outcome == BULKHEAD_ADMIT_GRANTED)
 		bulkhead_local_record_grant(*li, slot, *slotno, scope);
 	else if (outcome == BULKHEAD_ADMIT_QUEUED)
@@ -419,7 +446,8 @@ admit(const char *name, BulkheadScope scope, int64 *timeout_us,
 }
 
 /*
- * Take a permit of workload name for this backend, waiting up to timeout_us
+ * Take a permit of workload name for this backend, as a caller of key (a
+ * tenant; NULL: none, keys.c), waiting up to timeout_us
  * (or the workload's queue_timeout when use_default_timeout).
  *
  * Returns true once the permit is held.  When full or timed out, returns
@@ -436,10 +464,11 @@ admit(const char *name, BulkheadScope scope, int64 *timeout_us,
  * empties the stack anyway.
  */
 bool
-bulkhead_acquire_permit(const char *name, int64 timeout_us,
+bulkhead_acquire_permit(const char *name, const char *key, int64 timeout_us,
 						bool use_default_timeout, BulkheadScope scope,
 						bool try_only, bool *snapshot_given_up)
 {
+	uint32		key_hash = key != NULL ? bulkhead_key_hash(key) : 0;
 	BulkheadConfig config;
 	BulkheadAdmit outcome;
 	TimestampTz now;
@@ -452,7 +481,8 @@ bulkhead_acquire_permit(const char *name, int64 timeout_us,
 
 	for (;;)
 	{
-		outcome = admit(name, scope, &timeout_us, use_default_timeout,
+		outcome = admit(name, key, key_hash, scope, &timeout_us,
+						use_default_timeout,
 						roles_checked, &slotno, &li, &config, &limit, &now);
 		if (outcome != BULKHEAD_ADMIT_CHECK_ROLES)
 			break;
@@ -479,6 +509,14 @@ bulkhead_acquire_permit(const char *name, int64 timeout_us,
 			if (try_only)
 				return false;
 			report_timeout(name, 0);
+			break;
+		case BULKHEAD_ADMIT_KEY_FULL:
+			if (try_only)
+				return false;
+			report_key_full(name, key, &config);
+			break;
+		case BULKHEAD_ADMIT_NO_KEY_ROOM:
+			report_no_key_room(key);
 			break;
 		case BULKHEAD_ADMIT_BUDGET:
 			report_budget(name, scope);

@@ -14,7 +14,8 @@
 
 #include "shmem.h"
 
-extern bool bulkhead_acquire_permit(const char *name, int64 timeout_us,
+extern bool bulkhead_acquire_permit(const char *name, const char *key,
+									int64 timeout_us,
 									bool use_default_timeout,
 									BulkheadScope scope, bool try_only,
 									bool *snapshot_given_up);

@@ -32,6 +32,7 @@ BulkheadShared *bulkhead_shared = NULL;
 char	   *bulkhead_database = NULL;
 int			bulkhead_max_workloads = 64;
 int			bulkhead_max_permits_per_backend = 8;
+int			bulkhead_max_keys = 4096;
 
 /* From _PG_init: the settings that place and size shared memory */
 void
@@ -63,6 +64,15 @@ bulkhead_shmem_init(void)
 							PGC_POSTMASTER,
 							0,
 							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("bulkhead.max_keys",
+							"Maximum number of keys (tenants) holding or awaiting permits at once, over all workloads.",
+							NULL,
+							&bulkhead_max_keys,
+							4096, 1, 1000000,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
 }
 
 /* PGPROCs that may own entries: the same count as InitProcGlobal's */
@@ -90,9 +100,14 @@ bulkhead_shmem_size(void)
 	size = add_size(size, MAXALIGN(mul_size(mul_size(bulkhead_backend_count(),
 													 bulkhead_max_permits_per_backend),
 											sizeof(BulkheadEntry))));
+	size = add_size(size, MAXALIGN(mul_size(mul_size(bulkhead_backend_count(),
+													 bulkhead_max_permits_per_backend),
+											sizeof(BulkheadMoved))));
+	size = add_size(size, MAXALIGN(mul_size(bulkhead_max_keys,
+											sizeof(BulkheadKey))));
 	size = add_size(size, mul_size(mul_size(bulkhead_backend_count(),
 											bulkhead_max_permits_per_backend),
-								   sizeof(BulkheadMoved)));
+								   sizeof(BulkheadEntryKey)));
 	return size;
 }
 
@@ -149,6 +164,24 @@ bulkhead_shmem_startup(void)
 		ptr += MAXALIGN(mul_size(nentries, sizeof(BulkheadEntry)));
 		shared->moved = (BulkheadMoved *) ptr;
 		memset(shared->moved, 0, mul_size(nentries, sizeof(BulkheadMoved)));
+		ptr += MAXALIGN(mul_size(nentries, sizeof(BulkheadMoved)));
+		shared->keys = (BulkheadKey *) ptr;
+		ptr += MAXALIGN(mul_size(bulkhead_max_keys, sizeof(BulkheadKey)));
+		shared->entry_keys = (BulkheadEntryKey *) ptr;
+		shared->nkeys = bulkhead_max_keys;
+		SpinLockInit(&shared->key_free_lock);
+		for (i = 0; i < shared->nkeys; i++)
+		{
+			memset(&shared->keys[i], 0, sizeof(BulkheadKey));
+			shared->keys[i].workload = -1;
+			shared->keys[i].next = i + 1 < shared->nkeys ? i + 1 : -1;
+		}
+		shared->key_free = 0;
+		for (i = 0; i < nentries; i++)
+		{
+			shared->entry_keys[i].key = -1;
+			shared->entry_keys[i].prev = shared->entry_keys[i].next = -1;
+		}
 
 		for (i = 0; i < shared->nslots; i++)
 		{
@@ -158,6 +191,7 @@ bulkhead_shmem_startup(void)
 			slot->own_lock = &locks[i].lock;
 			slot->lock = slot->own_lock;
 			slot->parent = slot->first_child = slot->next_sibling = -1;
+			slot->first_key = -1;
 			entry_list_init(&slot->holders);
 			entry_list_init(&slot->waiters);
 		}

@@ -23,6 +23,10 @@
  *         granted_at; running of a budget
  *   every permit entry                        its slot's lock   slot.c
  *   shared->moved[] (per entry)               its slot's lock   slot.c
+ *   slot: keyed, first_key, nokey, key_floor  slot->lock        keys.c
+ *   a key in use (shared->keys[k]), and       its slot's lock   keys.c
+ *         shared->entry_keys[] (per entry)
+ *   shared: key_free and a free key's next    key_free_lock     keys.c
  *   shared: config_loaded, rows_pending       dir_lock          loader.c
  *   shared: config_requested, prepared_change atomic            shmem.c
  *   shared: worker_procno                     none (see below)  shmem.c
@@ -90,6 +94,7 @@
 
 #include "port/atomics.h"
 #include "storage/lwlock.h"
+#include "storage/spin.h"
 
 #define BULKHEAD_MAX_ROLES		16
 
@@ -100,6 +105,10 @@
 extern char *bulkhead_database;
 extern int	bulkhead_max_workloads;
 extern int	bulkhead_max_permits_per_backend;
+extern int	bulkhead_max_keys;
+
+/* The longest key (tenants, keys.c), in bytes: as a workload name */
+#define BULKHEAD_KEY_MAXLEN		(NAMEDATALEN - 1)
 
 /* Permit scope, as shown in bulkhead_activity.scope */
 typedef enum BulkheadScope
@@ -143,6 +152,8 @@ typedef struct BulkheadConfig
 	int64		max_bypass_us;	/* 1.2: the newest waiter is served first,
 								 * but none that has waited this long is
 								 * passed over; 0: strict FIFO */
+	int			max_running_per_key;	/* 1.2: 0: no cap */
+	int			max_queued_per_key; /* 1.2: -1: no cap */
 } BulkheadConfig;
 
 /* What the worker does to a holder past max_hold (runaway holders, 1.2) */
@@ -161,6 +172,22 @@ typedef struct BulkheadEntryList
 	int32		head;			/* entry index, or BULKHEAD_NO_ENTRY */
 	int32		tail;
 } BulkheadEntryList;
+
+/*
+ * Tenants (keys.c): the callers of one key of a workload, or (nokey) its
+ * callers without a key while some key is in use.  Waiters are linked
+ * through shared->entry_keys[], beside the slot's own waiters list, which
+ * keeps every waiter in arrival order.
+ */
+typedef struct BulkheadKeyGroup
+{
+	int			running;		/* its holders */
+	int			queued;			/* its waiters */
+	BulkheadEntryList waiters;	/* linked by entry_keys[].prev / next */
+	double		service;		/* permit-us held, accumulated to served_at */
+	TimestampTz served_at;
+	TimestampTz granted_at;		/* its last grant; 0: none yet */
+} BulkheadKeyGroup;
 
 /* One workload slot; see the header for who writes what, under which lock */
 typedef struct BulkheadSlot
@@ -219,6 +246,16 @@ typedef struct BulkheadSlot
 								 * that went idle (never lowered) */
 	TimestampTz served_at;
 	TimestampTz granted_at;		/* last grant in the subtree; 0: never */
+
+	/*
+	 * Tenants, protected by lock, written by keys.c.  Without keys in use
+	 * (keyed false, first_key -1) the rest is unused.
+	 */
+	bool		keyed;			/* some key of this slot is in use: the one
+								 * test on the fast path */
+	int32		first_key;		/* its keys in use, linked by next */
+	BulkheadKeyGroup nokey;		/* while keyed: its callers without a key */
+	double		key_floor;		/* service of the last group that went idle */
 } BulkheadSlot;
 
 /*
@@ -251,6 +288,31 @@ typedef struct BulkheadMoved
 	char		from[NAMEDATALEN];
 } BulkheadMoved;
 
+/*
+ * A key in use: a tenant of workload slot, holding or waiting.  Free keys
+ * are linked from shared->key_free by next, under key_free_lock; a key in
+ * use is its slot's (under the slot's lock), linked from slot->first_key.
+ */
+typedef struct BulkheadKey
+{
+	int32		next;
+	int16		workload;		/* slot index; -1 while free */
+	uint32		hash;			/* of name, to compare fast */
+	BulkheadKeyGroup group;
+	char		name[BULKHEAD_KEY_MAXLEN + 1];
+} BulkheadKey;
+
+/*
+ * Per permit entry: its key (index into shared->keys; -1: none), and its
+ * links in its group's waiters list.  Protected like the entry.
+ */
+typedef struct BulkheadEntryKey
+{
+	int32		key;
+	int32		prev;
+	int32		next;
+} BulkheadEntryKey;
+
 typedef struct BulkheadShared
 {
 	LWLock	   *dir_lock;
@@ -272,6 +334,11 @@ typedef struct BulkheadShared
 	BulkheadSlot *slots;		/* nslots */
 	BulkheadEntry *entries;		/* nbackends * permits_per_backend */
 	BulkheadMoved *moved;		/* one per entry */
+	slock_t		key_free_lock;
+	int32		key_free;		/* key_free_lock: first free key, or -1 */
+	int			nkeys;			/* bulkhead.max_keys */
+	BulkheadKey *keys;			/* nkeys */
+	BulkheadEntryKey *entry_keys;	/* one per entry */
 } BulkheadShared;
 
 extern BulkheadShared *bulkhead_shared;

@@ -30,6 +30,7 @@
 #include "budget.h"
 #include "blockers.h"
 #include "entry_list.h"
+#include "keys.h"
 
 #include "miscadmin.h"
 #include "storage/latch.h"
@@ -45,11 +46,15 @@
  * lock; any others, and all of them when wakeups is NULL (rare paths: limit
  * raised, reaper), are woken at once.
  */
-static void
+static bool
 grant_next(BulkheadSlot *slot, TimestampTz now, BulkheadWakeups *wakeups)
 {
 	BulkheadEntry *entry = bulkhead_next_waiter(slot, now);
 
+	if (entry == NULL)
+		return false;			/* keyed: every waiting key at its cap */
+	if (unlikely(slot->keyed))
+		bulkhead_keys_granted(slot, entry, now);
 	entry_list_delete(&slot->waiters, entry);
 	entry->state = BULKHEAD_ENTRY_GRANTED;
 	entry->since = now;
@@ -68,6 +73,7 @@ grant_next(BulkheadSlot *slot, TimestampTz now, BulkheadWakeups *wakeups)
 		wakeups->procnos[wakeups->n++] = bulkhead_entry_procno(entry);
 	else
 		SetLatch(&GetPGProcByNumber(bulkhead_entry_procno(entry))->procLatch);
+	return true;
 }
 
 void
@@ -82,7 +88,7 @@ bulkhead_slot_serve(BulkheadSlot *slot, BulkheadWakeups *wakeups)
 		/* budget.c picks, at every level, whose waiter is next */
 		now = GetCurrentTimestamp();
 		while ((next = bulkhead_budget_pick(slot, now)) >= 0)
-			grant_next(bulkhead_slot_at(next), now, wakeups);
+			(void) grant_next(bulkhead_slot_at(next), now, wakeups);
 		return;
 	}
 	while (!entry_list_is_empty(&slot->waiters) &&
@@ -90,7 +96,8 @@ bulkhead_slot_serve(BulkheadSlot *slot, BulkheadWakeups *wakeups)
 	{
 		if (now == 0)
 			now = GetCurrentTimestamp();
-		grant_next(slot, now, wakeups);
+		if (!grant_next(slot, now, wakeups))
+			break;
 	}
 }
 
@@ -134,23 +141,34 @@ bulkhead_slot_wake_waiters(BulkheadSlot *slot, bool all)
 	return head;
 }
 
-/* In a tree, an entry leaves its list: every level's counts follow */
+/*
+ * In a tree, or a keyed slot, an entry leaves its list: its key's counts
+ * and every level's follow
+ */
 static pg_noinline void
-unlink_in_tree(BulkheadSlot *slot, BulkheadEntry *entry)
+unlink_slow(BulkheadSlot *slot, BulkheadEntry *entry)
 {
 	bool		waiting = entry->state == BULKHEAD_ENTRY_WAITING;
+	TimestampTz now = GetCurrentTimestamp();
 
+	if (slot->keyed)
+		bulkhead_keys_unlink(slot, entry, now);
 	entry_list_delete(waiting ? &slot->waiters : &slot->holders, entry);
-	bulkhead_budget_adjust(slot, waiting ? 0 : -1, waiting ? -1 : 0, true,
-						   GetCurrentTimestamp());
+	if (bulkhead_in_tree(slot))
+		bulkhead_budget_adjust(slot, waiting ? 0 : -1, waiting ? -1 : 0, true,
+							   now);
+	else if (waiting)
+		slot->queued--;
+	else
+		slot->running--;
 }
 
 /* Remove an entry from its slot's list and free it */
 static inline void
 unlink_entry(BulkheadSlot *slot, BulkheadEntry *entry)
 {
-	if (unlikely(bulkhead_in_tree(slot)))
-		unlink_in_tree(slot, entry);
+	if (unlikely(bulkhead_in_tree(slot) | slot->keyed))
+		unlink_slow(slot, entry);
 	else if (entry->state == BULKHEAD_ENTRY_WAITING)
 	{
 		entry_list_delete(&slot->waiters, entry);
@@ -192,19 +210,34 @@ waiters_to_serve(BulkheadSlot *slot)
 	return !entry_list_is_empty(&slot->waiters);
 }
 
-/* In a tree, an entry joins a list: every level's counts follow */
+/*
+ * In a tree, or a keyed slot, an entry joins a list: its key's (k, or
+ * BULKHEAD_NO_KEY) counts and every level's follow
+ */
 static pg_noinline void
-link_in_tree(BulkheadSlot *slot, BulkheadEntry *entry, bool granted,
-			 TimestampTz now)
+link_slow(BulkheadSlot *slot, BulkheadEntry *entry, int32 k, bool granted,
+		  TimestampTz now)
 {
 	entry_list_push_tail(granted ? &slot->holders : &slot->waiters, entry);
-	bulkhead_budget_adjust(slot, granted ? 1 : 0, granted ? 0 : 1, true, now);
+	if (slot->keyed)
+		bulkhead_keys_link(slot, entry, k, granted, now);
+	if (bulkhead_in_tree(slot))
+		bulkhead_budget_adjust(slot, granted ? 1 : 0, granted ? 0 : 1, true,
+							   now);
+	else if (granted)
+	{
+		if (++slot->running > slot->stats.peak_running)
+			slot->stats.peak_running = slot->running;
+	}
+	else if (++slot->queued > slot->stats.peak_queued)
+		slot->stats.peak_queued = slot->queued;
 }
 
-/* entry, free, starts holding or waiting */
+/* entry, free, starts holding or waiting (of key k: keyed slots only) */
 static inline void
 link_entry(BulkheadSlot *slot, int slotno, BulkheadEntry *entry,
-		   BulkheadScope scope, BulkheadEntryState state, TimestampTz now)
+		   BulkheadScope scope, BulkheadEntryState state, int32 k,
+		   TimestampTz now)
 {
 	Assert(entry->state == BULKHEAD_ENTRY_FREE);
 	entry->workload = slotno;
@@ -213,8 +246,8 @@ link_entry(BulkheadSlot *slot, int slotno, BulkheadEntry *entry,
 	entry->state = state;
 	entry->queued_at = now;
 	entry->since = now;
-	if (unlikely(bulkhead_in_tree(slot)))
-		link_in_tree(slot, entry, state == BULKHEAD_ENTRY_GRANTED, now);
+	if (unlikely(bulkhead_in_tree(slot) | slot->keyed))
+		link_slow(slot, entry, k, state == BULKHEAD_ENTRY_GRANTED, now);
 	else if (state == BULKHEAD_ENTRY_GRANTED)
 	{
 		entry_list_push_tail(&slot->holders, entry);
@@ -253,7 +286,8 @@ admit_wait(BulkheadSlot *slot, int slotno, BulkheadEntry *entry,
 		slot->stats.timed_out++;
 		return BULKHEAD_ADMIT_ZERO_WAIT;
 	}
-	link_entry(slot, slotno, entry, scope, BULKHEAD_ENTRY_WAITING, now);
+	link_entry(slot, slotno, entry, scope, BULKHEAD_ENTRY_WAITING,
+			   BULKHEAD_NO_KEY, now);
 	return BULKHEAD_ADMIT_QUEUED;
 }
 
@@ -285,7 +319,84 @@ admit_in_tree(BulkheadSlot *slot, int slotno, BulkheadEntry *entry,
 	}
 	if (slot->queued != 0 || !bulkhead_budget_path_free(slot))
 		return admit_wait(slot, slotno, entry, scope, timeout_us, now);
-	link_entry(slot, slotno, entry, scope, BULKHEAD_ENTRY_GRANTED, now);
+	link_entry(slot, slotno, entry, scope, BULKHEAD_ENTRY_GRANTED,
+			   BULKHEAD_NO_KEY, now);
+	bulkhead_slot_count_grant(slot, entry);
+	return BULKHEAD_ADMIT_GRANTED;
+}
+
+/*
+ * Admission to a keyed workload, or of a caller that names a key (tenants,
+ * keys.c): B + Q decide a rejection as elsewhere.  The permit is taken at
+ * once when the slot (in a tree, its path) has room and the caller's group
+ * (its key's callers, or without a key those without one) has no waiter
+ * and is under max_running_per_key: a waiter left is one whose key is at
+ * its cap (serving grants every other).  Else the caller waits, unless its
+ * key has max_queued_per_key waiting already.  A new key takes an entry of
+ * the key table only here, once the caller is sure to be linked with it.
+ */
+static pg_noinline BulkheadAdmit
+admit_keyed(BulkheadSlot *slot, int slotno, BulkheadEntry *entry,
+			BulkheadScope scope, const BulkheadConfig *config, int limit,
+			int64 timeout_us, const char *key, uint32 hash, TimestampTz now)
+{
+	bool		in_tree = bulkhead_in_tree(slot);
+	int32		k = BULKHEAD_NO_KEY;
+	bool		grant;
+
+	if (config->shadow)
+	{
+		if (slot->running >= (int64) limit + config->max_queued)
+			slot->stats.shadow_rejected++;
+		else if (slot->running >= limit)
+			slot->stats.shadow_queued++;
+	}
+	else if ((int64) slot->running + slot->queued >= (int64) limit + config->max_queued)
+	{
+		slot->stats.rejected_full++;
+		return BULKHEAD_ADMIT_FULL;
+	}
+	if (key != NULL)
+		k = bulkhead_keys_find(slot, key, hash);
+	if (in_tree)
+		grant = bulkhead_budget_path_free(slot);
+	else
+		grant = config->shadow || slot->running < limit;
+	/* shadow mode outside a tree grants everyone: it counts only */
+	if (grant && (in_tree || !config->shadow))
+	{
+		if (key == NULL)
+			grant = slot->nokey.queued == 0;
+		else if (k != BULKHEAD_NO_KEY)
+			grant = !bulkhead_key_has_waiters(k) &&
+				bulkhead_key_under_cap(slot, k);
+	}
+	if (!grant)
+	{
+		/* slot's config: the caller's copy stops before the roles */
+		if (key != NULL && slot->config.max_queued_per_key >= 0 &&
+			(k == BULKHEAD_NO_KEY ? 0 : bulkhead_key_at(k)->group.queued) >=
+			slot->config.max_queued_per_key)
+		{
+			slot->stats.rejected_full++;
+			return BULKHEAD_ADMIT_KEY_FULL;
+		}
+		if (timeout_us <= 0)
+		{
+			slot->stats.timed_out++;
+			return BULKHEAD_ADMIT_ZERO_WAIT;
+		}
+	}
+	if (key != NULL && k == BULKHEAD_NO_KEY)
+	{
+		k = bulkhead_keys_create(slot, slotno, key, hash, now);
+		if (k == BULKHEAD_NO_KEY)
+			return BULKHEAD_ADMIT_NO_KEY_ROOM;
+	}
+	link_entry(slot, slotno, entry, scope,
+			   grant ? BULKHEAD_ENTRY_GRANTED : BULKHEAD_ENTRY_WAITING, k, now);
+	if (!grant)
+		return BULKHEAD_ADMIT_QUEUED;
 	bulkhead_slot_count_grant(slot, entry);
 	return BULKHEAD_ADMIT_GRANTED;
 }
@@ -303,7 +414,7 @@ BulkheadAdmit
 bulkhead_slot_admit(BulkheadSlot *slot, int slotno, BulkheadEntry *entry,
 					BulkheadScope scope, const BulkheadConfig *config,
 					int limit, int64 timeout_us, bool roles_checked,
-					TimestampTz now)
+					const char *key, uint32 key_hash, TimestampTz now)
 {
 	if (unlikely(bulkhead_in_tree(slot)))
 	{
@@ -311,11 +422,17 @@ bulkhead_slot_admit(BulkheadSlot *slot, int slotno, BulkheadEntry *entry,
 			return BULKHEAD_ADMIT_BUDGET;
 		if (config->nroles > 0 && !roles_checked)
 			return BULKHEAD_ADMIT_CHECK_ROLES;
+		if (key != NULL || slot->keyed)
+			return admit_keyed(slot, slotno, entry, scope, config, limit,
+							   timeout_us, key, key_hash, now);
 		return admit_in_tree(slot, slotno, entry, scope, config, limit,
 							 timeout_us, now);
 	}
 	if (config->nroles > 0 && !roles_checked)
 		return BULKHEAD_ADMIT_CHECK_ROLES;
+	if (unlikely((key != NULL) | slot->keyed))
+		return admit_keyed(slot, slotno, entry, scope, config, limit,
+						   timeout_us, key, key_hash, now);
 	if (config->shadow)
 	{
 		/* grant at once, but count what enforce mode would have done */
@@ -331,7 +448,8 @@ bulkhead_slot_admit(BulkheadSlot *slot, int slotno, BulkheadEntry *entry,
 	}
 	else if (slot->queued != 0 || slot->running >= limit)
 		return admit_wait(slot, slotno, entry, scope, timeout_us, now);
-	link_entry(slot, slotno, entry, scope, BULKHEAD_ENTRY_GRANTED, now);
+	link_entry(slot, slotno, entry, scope, BULKHEAD_ENTRY_GRANTED,
+			   BULKHEAD_NO_KEY, now);
 	bulkhead_slot_count_grant(slot, entry);
 	return BULKHEAD_ADMIT_GRANTED;
 }
@@ -439,12 +557,16 @@ bulkhead_slot_move(BulkheadSlot *from, BulkheadSlot *to, int tono,
 	BulkheadMoved *moved = &bulkhead_shared->moved[entry_index(entry)];
 
 	Assert(entry->state == BULKHEAD_ENTRY_GRANTED);
+	if (from->keyed)
+		bulkhead_keys_unlink(from, entry, now);	/* its key stays behind */
 	entry_list_delete(&from->holders, entry);
 	if (bulkhead_in_tree(from))
 		bulkhead_budget_adjust(from, -1, 0, false, now);
 	else
 		from->running--;
 	entry_list_push_tail(&to->holders, entry);
+	if (to->keyed)
+		bulkhead_keys_link(to, entry, BULKHEAD_NO_KEY, true, now);
 	if (bulkhead_in_tree(to))
 		bulkhead_budget_adjust(to, 1, 0, false, now);
 	else if (++to->running > to->stats.peak_running)

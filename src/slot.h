@@ -41,7 +41,9 @@ typedef enum BulkheadAdmit
 	BULKHEAD_ADMIT_FULL,		/* B+Q taken: rejected at once */
 	BULKHEAD_ADMIT_ZERO_WAIT,	/* a wait was needed, and none was allowed */
 	BULKHEAD_ADMIT_CHECK_ROLES,	/* check the roles (no lock), then decide again */
-	BULKHEAD_ADMIT_BUDGET		/* a budget: permits are taken of its leaves */
+	BULKHEAD_ADMIT_BUDGET,		/* a budget: permits are taken of its leaves */
+	BULKHEAD_ADMIT_KEY_FULL,	/* the key's max_queued_per_key are waiting */
+	BULKHEAD_ADMIT_NO_KEY_ROOM	/* a new key, and bulkhead.max_keys in use */
 } BulkheadAdmit;
 
 /* Caller holds slot->lock.  Is slot the defined workload called name? */
@@ -57,7 +59,8 @@ extern BulkheadAdmit bulkhead_slot_admit(BulkheadSlot *slot, int slotno,
 										 BulkheadScope scope,
 										 const BulkheadConfig *config,
 										 int limit, int64 timeout_us,
-										 bool roles_checked, TimestampTz now);
+										 bool roles_checked, const char *key,
+										 uint32 key_hash, TimestampTz now);
 extern void bulkhead_slot_count_grant(BulkheadSlot *slot, BulkheadEntry *entry);
 extern void bulkhead_slot_time_out(BulkheadSlot *slot, BulkheadEntry *entry);
 extern bool bulkhead_slot_release(BulkheadSlot *slot, BulkheadEntry *entry,

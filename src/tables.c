@@ -93,6 +93,12 @@ read_row(HeapTuple tuple, TupleDesc desc, WorkloadRow *row)
 			strcmp(action, "move") == 0 ? BULKHEAD_HOLD_MOVE : BULKHEAD_HOLD_LOG;
 	(void) text_column(tuple, desc, 17, c->move_to);
 	c->max_bypass_us = positive_us_column(tuple, desc, 18);	/* 0: FIFO */
+	c->max_running_per_key = DatumGetInt32(SPI_getbinval(tuple, desc, 19, &isnull));
+	if (isnull)
+		c->max_running_per_key = 0; /* no cap */
+	c->max_queued_per_key = DatumGetInt32(SPI_getbinval(tuple, desc, 20, &isnull));
+	if (isnull)
+		c->max_queued_per_key = -1; /* no cap */
 
 	roles = SPI_getbinval(tuple, desc, 9, &isnull);
 	if (!isnull)
@@ -114,7 +120,8 @@ read_row(HeapTuple tuple, TupleDesc desc, WorkloadRow *row)
 /*
  * The columns read from bulkhead_workload, in the order of the query in
  * read_table; adaptive and min_running are new in 1.1 (adaptive limits),
- * the last seven in 1.2 (shared budgets, runaway holders, max_bypass).
+ * the last nine in 1.2 (shared budgets, runaway holders, max_bypass,
+ * tenants).
  */
 static const struct
 {
@@ -139,11 +146,13 @@ static const struct
 	{"max_hold", INTERVALOID},
 	{"on_max_hold", TEXTOID},
 	{"move_to", TEXTOID},
-	{"max_bypass", INTERVALOID}
+	{"max_bypass", INTERVALOID},
+	{"max_running_per_key", INT4OID},
+	{"max_queued_per_key", INT4OID}
 };
 
 #define NUM_WORKLOAD_COLUMNS	((int) lengthof(workload_columns))
-#define NUM_1_0_COLUMNS			(NUM_WORKLOAD_COLUMNS - 9)
+#define NUM_1_0_COLUMNS			(NUM_WORKLOAD_COLUMNS - 11)
 
 /*
  * Has the extension's table the columns of 1.1's adaptive limit?  An
@@ -167,8 +176,9 @@ check_workload_columns(Oid relid)
 
 /*
  * Has the extension's table the columns of 1.2 (shared budgets, runaway
- * holders, max_bypass)?  One still at 1.1 has not: its workloads are all
- * roots, with no max_hold, served in strict FIFO order.
+ * holders, max_bypass, tenants)?  One still at 1.1 has not: its workloads
+ * are all roots, with no max_hold, served in strict FIFO order, with no cap
+ * per key.
  */
 static bool
 check_1_2_columns(Oid relid)
@@ -177,7 +187,7 @@ check_1_2_columns(Oid relid)
 
 	if (!bulkhead_check_column(relid, "parent", TEXTOID, true))
 		return false;
-	for (i = NUM_WORKLOAD_COLUMNS - 6; i < NUM_WORKLOAD_COLUMNS; i++)
+	for (i = NUM_WORKLOAD_COLUMNS - 8; i < NUM_WORKLOAD_COLUMNS; i++)
 		(void) bulkhead_check_column(relid, workload_columns[i].name,
 									 workload_columns[i].type, false);
 	return true;
@@ -399,9 +409,11 @@ read_workloads(const BulkheadExtension *ext, MemoryContext cxt,
 					 budgets ? "parent, reserved, weight,"
 					 " pg_catalog.ceil(EXTRACT(epoch FROM max_hold) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.float8,"
 					 " on_max_hold, move_to,"
-					 " pg_catalog.ceil(EXTRACT(epoch FROM max_bypass) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.float8" :
+					 " pg_catalog.ceil(EXTRACT(epoch FROM max_bypass) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.float8,"
+					 " max_running_per_key, max_queued_per_key" :
 					 "NULL::pg_catalog.text, 0, 100, NULL::pg_catalog.float8,"
-					 " 'log'::pg_catalog.text, NULL::pg_catalog.text, NULL::pg_catalog.float8",
+					 " 'log'::pg_catalog.text, NULL::pg_catalog.text, NULL::pg_catalog.float8,"
+					 " NULL::pg_catalog.int4, NULL::pg_catalog.int4",
 					 bulkhead_qualified_table_name(relid));
 	if (SPI_execute(query.data, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read table \"bulkhead_workload\"");

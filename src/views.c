@@ -29,6 +29,7 @@
 
 PG_FUNCTION_INFO_V1(bulkhead_stats);
 PG_FUNCTION_INFO_V1(bulkhead_activity);
+PG_FUNCTION_INFO_V1(bulkhead_keys);
 PG_FUNCTION_INFO_V1(bulkhead_stats_reset_all);
 PG_FUNCTION_INFO_V1(bulkhead_stats_reset);
 
@@ -65,7 +66,7 @@ InitMaterializedSRF(FunctionCallInfo fcinfo, bits32 flags)
 	MemoryContextSwitchTo(old);
 }
 #endif
-#define ACTIVITY_COLS	7		/* 1.0 and 1.1: 6 */
+#define ACTIVITY_COLS	8		/* 1.0 and 1.1: 6 */
 
 static Datum
 ms_datum(uint64 usec)
@@ -227,6 +228,7 @@ typedef struct ActivityRow
 	TimestampTz queued_at;
 	TimestampTz since;
 	char		moved_from[NAMEDATALEN];	/* "" unless the worker moved it */
+	char		key[BULKHEAD_KEY_MAXLEN + 1];	/* "": none */
 } ActivityRow;
 
 static int
@@ -243,6 +245,10 @@ copy_list(BulkheadEntryList *list, bool running, ActivityRow *rows, int n)
 		rows[n].queued_at = entry->queued_at;
 		rows[n].since = entry->since;
 		rows[n].moved_from[0] = '\0';
+		rows[n].key[0] = '\0';
+		if (bulkhead_entry_key(entry) != BULKHEAD_NO_KEY)
+			strlcpy(rows[n].key, bulkhead_key_at(bulkhead_entry_key(entry))->name,
+					sizeof(rows[n].key));
 		if (running &&
 			bulkhead_shared->moved[entry_index(entry)].since == entry->since)
 			strlcpy(rows[n].moved_from,
@@ -333,9 +339,86 @@ bulkhead_activity(PG_FUNCTION_ARGS)
 			/* 1.2: where a permit moved by max_hold came from */
 			nulls[6] = rows[r].moved_from[0] == '\0';
 			values[6] = nulls[6] ? (Datum) 0 : CStringGetTextDatum(rows[r].moved_from);
+			/* 1.2: the key (tenant) it acquired as */
+			nulls[7] = rows[r].key[0] == '\0';
+			values[7] = nulls[7] ? (Datum) 0 : CStringGetTextDatum(rows[r].key);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
 	}
+	return (Datum) 0;
+}
+
+/* One row of bulkhead_keys, copied out under the slot lock */
+typedef struct KeyRow
+{
+	char		key[BULKHEAD_KEY_MAXLEN + 1];
+	int			running;
+	int			queued;
+	TimestampTz oldest;			/* its head waiter's arrival; 0: none */
+} KeyRow;
+
+/*
+ * bulkhead_keys: one row per key in use (holding or waiting), per workload.
+ * Its EXECUTE is granted to pg_read_all_stats only: keys name tenants.
+ */
+Datum
+bulkhead_keys(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	KeyRow	   *rows;
+	int			i;
+
+	bulkhead_check_loaded();
+	InitMaterializedSRF(fcinfo, 0);
+	rows = palloc(sizeof(KeyRow) * bulkhead_shared->nkeys);
+
+	for (i = 0; i < bulkhead_shared->nslots; i++)
+	{
+		BulkheadSlot *slot = &bulkhead_shared->slots[i];
+		char		name[NAMEDATALEN];
+		TimestampTz now;
+		int32		k;
+		int			n = 0;
+		int			r;
+
+		bulkhead_slot_lock(slot, LW_SHARED);
+		if (!slot->in_use || !slot->keyed)
+		{
+			LWLockRelease(slot->lock);
+			continue;
+		}
+		strlcpy(name, slot->name, NAMEDATALEN);
+		for (k = slot->first_key; k >= 0 && n < bulkhead_shared->nkeys;
+			 k = bulkhead_key_at(k)->next)
+		{
+			const BulkheadKey *key = bulkhead_key_at(k);
+
+			strlcpy(rows[n].key, key->name, sizeof(rows[n].key));
+			rows[n].running = key->group.running;
+			rows[n].queued = key->group.queued;
+			rows[n].oldest = key->group.queued > 0 ?
+				entry_at(key->group.waiters.head)->queued_at : 0;
+			n++;
+		}
+		now = GetCurrentTimestamp();
+		LWLockRelease(slot->lock);
+
+		for (r = 0; r < n; r++)
+		{
+			Datum		values[5];
+			bool		nulls[5] = {0};
+
+			values[0] = CStringGetTextDatum(name);
+			values[1] = CStringGetTextDatum(rows[r].key);
+			values[2] = Int32GetDatum(rows[r].running);
+			values[3] = Int32GetDatum(rows[r].queued);
+			nulls[4] = rows[r].oldest == 0;
+			values[4] = nulls[4] ? (Datum) 0 :
+				ms_datum(now > rows[r].oldest ? now - rows[r].oldest : 0);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+	}
+	pfree(rows);
 	return (Datum) 0;
 }
 

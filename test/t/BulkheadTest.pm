@@ -309,9 +309,9 @@ sub all_counts
 
 # Queue callers one after the other, each queued and asleep on its latch
 # before the next (behind those already queued): one session per
-# [workload, name] pair, which takes a permit of the workload, records its
-# name in table grants (id serial, who text), holds the permit a moment and
-# releases it.  Returns the sessions.
+# [workload, name] or [workload, name, key] (a tenant), which takes a
+# permit of the workload, records its name in table grants (id serial, who
+# text), holds the permit a moment and releases it.  Returns the sessions.
 sub queue_recorders
 {
 	my ($node, @pairs) = @_;
@@ -321,12 +321,13 @@ sub queue_recorders
 		"SELECT count(*) FROM bulkhead_activity WHERE state = 'queued'");
 	for my $pair (@pairs)
 	{
-		my ($w, $name) = @$pair;
+		my ($w, $name, $key) = @$pair;
 		my $s = session($node);
+		my $args = defined $key ? "'$w', NULL, '$key'" : "'$w'";
 		push @sessions, $s;
 		$n++;
 		send_async($s,
-			    "SELECT bulkhead_acquire('$w');"
+			    "SELECT bulkhead_acquire($args);"
 			  . " INSERT INTO grants (who) VALUES ('$name');"
 			  . " SELECT pg_sleep(0.05);"
 			  . " SELECT bulkhead_release('$w');");
