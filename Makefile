@@ -16,6 +16,7 @@ OBJS = \
 	src/slot.o \
 	src/budget.o \
 	src/keys.o \
+	src/admit.o \
 	src/blockers.o \
 	src/local.o \
 	src/guard.o \

@@ -259,6 +259,7 @@ session_start admin
 session_start A
 session_start B
 session_start C
+session_start D
 
 # --- the tour ----------------------------------------------------------------
 
@@ -395,6 +396,43 @@ expect 'checkout +\| server +\| +2 \| +2 \| +0$' "checkout runs its 2 reserved p
 for who in A B; do run "$who" "SELECT bulkhead_release('analytics');"; done
 run C "SELECT bulkhead_release('checkout');"
 run admin "SELECT bulkhead_release('checkout');"
+
+narrate "12. Tenants. 'saas' serves many customers through 1 permit. A caller names" \
+        "    its customer as a key; the permit goes to the key least served, in" \
+        "    arrival order within a key. A (customer 'noisy') holds the permit and" \
+        "    two more of noisy's calls queue; then quiet's one call arrives."
+run admin "INSERT INTO bulkhead_workload (name, max_running, max_queued, queue_timeout) VALUES ('saas', 1, 10, '10s');"
+poll_until "SELECT count(*) = 1 FROM bulkhead_stats WHERE workload = 'saas'" \
+    "workload saas is loaded" 10 || true
+run A "SELECT bulkhead_acquire('saas', NULL, key => 'noisy');"
+expect_no_error "A holds the permit for noisy"
+send B "SELECT bulkhead_acquire('saas', NULL, key => 'noisy');"
+poll_until "SELECT count(*) = 1 FROM bulkhead_activity WHERE workload = 'saas' AND state = 'queued'" \
+    "B waits" 10 || true
+send D "SELECT bulkhead_acquire('saas', NULL, key => 'noisy');"
+poll_until "SELECT count(*) = 2 FROM bulkhead_activity WHERE workload = 'saas' AND state = 'queued'" \
+    "D waits behind B" 10 || true
+send C "SELECT bulkhead_acquire('saas', NULL, key => 'quiet');"
+poll_until "SELECT count(*) = 3 FROM bulkhead_activity WHERE workload = 'saas' AND state = 'queued'" \
+    "C waits, last to arrive" 10 || true
+run admin "SELECT workload, key, running, queued FROM bulkhead_keys ORDER BY key;"
+expect 'noisy +\| +1 \| +2$' "bulkhead_keys: noisy holds 1 and has 2 waiting"
+expect 'quiet +\| +0 \| +1$' "quiet has its 1 call waiting"
+
+narrate "A releases. FIFO would serve B, then D, then C; by key, quiet has been" \
+        "served least (noisy held the permit all along): C goes first."
+run A "SELECT bulkhead_release('saas');"
+collect C || abort_demo
+expect_no_error "C, the quiet customer, gets the permit first"
+run admin "SELECT key, state FROM bulkhead_activity WHERE workload = 'saas' ORDER BY state DESC, key;"
+expect 'quiet +\| running' "the running permit is quiet's"
+run C "SELECT bulkhead_release('saas');"
+collect B || abort_demo
+run B "SELECT bulkhead_release('saas');"
+collect D || abort_demo
+run D "SELECT bulkhead_release('saas');"
+run admin "SELECT count(*) AS keys_in_use FROM bulkhead_keys;"
+expect '^ +0$' "idle keys leave shared memory: none is left"
 
 blank
 if [ "$CHECKS_FAILED" -eq 0 ]; then

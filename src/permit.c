@@ -23,6 +23,7 @@
 #include "proof.h"
 #include "guard.h"
 #include "local.h"
+#include "admit.h"
 #include "slot.h"
 #include "budget.h"
 #include "keys.h"
@@ -432,9 +433,9 @@ admit(const char *name, const char *key, uint32 key_hash,
 	if (use_default_timeout)
 		*timeout_us = config->queue_timeout_us;
 	*limit = slot->current_limit;
-	outcome = bulkhead_slot_admit(slot, *slotno, bulkhead_my_entry(*li), scope,
-								  config, *limit, *timeout_us, roles_checked,
-								  key, key_hash, *now);
+	outcome = bulkhead_admit(slot, *slotno, bulkhead_my_entry(*li), scope,
+							 config, *limit, *timeout_us, roles_checked,
+							 key, key_hash, *now);
 	if (outcome == BULKHEAD_ADMIT_GRANTED)
 		bulkhead_local_record_grant(*li, slot, *slotno, scope);
 	else if (outcome == BULKHEAD_ADMIT_QUEUED)

@@ -14,7 +14,8 @@
  *   slot: defined, restored, config           slot->lock        slot.c
  *   slot: current_limit                       slot->lock        slot.c
  *   slot: running, queued, holders, waiters   slot->lock        slot.c
- *   slot: stats                               slot->lock        slot.c
+ *   slot: stats                               slot->lock        slot.c, and
+ *         rejections at admission                               admit.c
  *   slot: dl_holders ... dl_prover            slot->lock        proof.c
  *   slot: lock (the lock in force)            see below         budget.c
  *   slot: parent, first_child, next_sibling   slot->lock        budget.c

@@ -10,16 +10,21 @@
  * change (dir_lock too for the directory), so that a backend's acquire or
  * release takes one lock once.  Nothing here throws.
  *
- * Called by local.c and permit.c (a backend's own permits), waitgraph.c
- * (holders stamp), proof.c (waking waiters), loader.c and adaptive.c (definitions and limits),
- * worker.c (the reaper), views.c (stats reset), statsfile.c (restore).
+ * Called by admit.c (linking an admitted entry), local.c and permit.c (a
+ * backend's own permits), waitgraph.c (holders stamp), proof.c (waking
+ * waiters), loader.c and adaptive.c (definitions and limits), worker.c
+ * (the reaper), views.c (stats reset), statsfile.c (restore).
  *
  *-------------------------------------------------------------------------
  */
 #ifndef BULKHEAD_SLOT_H
 #define BULKHEAD_SLOT_H
 
+#include "budget.h"
+#include "entry_list.h"
 #include "shmem.h"
+
+#include "miscadmin.h"
 
 /*
  * Backends granted a permit under a slot lock, to be woken once the lock is
@@ -33,19 +38,6 @@ typedef struct BulkheadWakeups
 	int			procnos[BULKHEAD_WAKE_BATCH];
 } BulkheadWakeups;
 
-/* What admission decided for a caller, under the slot lock */
-typedef enum BulkheadAdmit
-{
-	BULKHEAD_ADMIT_GRANTED,		/* the permit is taken at once */
-	BULKHEAD_ADMIT_QUEUED,		/* the caller waits in the FIFO */
-	BULKHEAD_ADMIT_FULL,		/* B+Q taken: rejected at once */
-	BULKHEAD_ADMIT_ZERO_WAIT,	/* a wait was needed, and none was allowed */
-	BULKHEAD_ADMIT_CHECK_ROLES,	/* check the roles (no lock), then decide again */
-	BULKHEAD_ADMIT_BUDGET,		/* a budget: permits are taken of its leaves */
-	BULKHEAD_ADMIT_KEY_FULL,	/* the key's max_queued_per_key are waiting */
-	BULKHEAD_ADMIT_NO_KEY_ROOM	/* a new key, and bulkhead.max_keys in use */
-} BulkheadAdmit;
-
 /* Caller holds slot->lock.  Is slot the defined workload called name? */
 static inline bool
 bulkhead_slot_matches(const BulkheadSlot *slot, const char *name)
@@ -54,13 +46,8 @@ bulkhead_slot_matches(const BulkheadSlot *slot, const char *name)
 }
 
 /* A backend's acquire, wait and release (caller holds slot->lock) */
-extern BulkheadAdmit bulkhead_slot_admit(BulkheadSlot *slot, int slotno,
-										 BulkheadEntry *entry,
-										 BulkheadScope scope,
-										 const BulkheadConfig *config,
-										 int limit, int64 timeout_us,
-										 bool roles_checked, const char *key,
-										 uint32 key_hash, TimestampTz now);
+extern void bulkhead_slot_link_slow(BulkheadSlot *slot, BulkheadEntry *entry,
+									int32 k, bool granted, TimestampTz now);
 extern void bulkhead_slot_count_grant(BulkheadSlot *slot, BulkheadEntry *entry);
 extern void bulkhead_slot_time_out(BulkheadSlot *slot, BulkheadEntry *entry);
 extern bool bulkhead_slot_release(BulkheadSlot *slot, BulkheadEntry *entry,
@@ -101,5 +88,41 @@ extern void bulkhead_slot_reset_stats(BulkheadSlot *slot);
 extern int	bulkhead_slot_reap(BulkheadSlot *slot);
 extern void bulkhead_slot_restore(BulkheadSlot *slot, const char *name,
 								  const BulkheadStats *stats);
+
+/*
+ * entry, free, starts holding or waiting (of key k: keyed slots only).
+ * slot.c's, inline for admission (admit.c): a workload outside any tree
+ * and without keys links its entry without a call.
+ */
+static inline void
+bulkhead_slot_link(BulkheadSlot *slot, int slotno, BulkheadEntry *entry,
+				   BulkheadScope scope, BulkheadEntryState state, int32 k,
+				   TimestampTz now)
+{
+	Assert(entry->state == BULKHEAD_ENTRY_FREE);
+	entry->workload = slotno;
+	entry->pid = MyProcPid;
+	entry->scope = scope;
+	entry->state = state;
+	entry->queued_at = now;
+	entry->since = now;
+	if (unlikely(bulkhead_in_tree(slot) | slot->keyed))
+		bulkhead_slot_link_slow(slot, entry, k, state == BULKHEAD_ENTRY_GRANTED,
+								now);
+	else if (state == BULKHEAD_ENTRY_GRANTED)
+	{
+		entry_list_push_tail(&slot->holders, entry);
+		slot->running++;
+		if (slot->running > slot->stats.peak_running)
+			slot->stats.peak_running = slot->running;
+	}
+	else
+	{
+		entry_list_push_tail(&slot->waiters, entry);
+		slot->queued++;
+		if (slot->queued > slot->stats.peak_queued)
+			slot->stats.peak_queued = slot->queued;
+	}
+}
 
 #endif							/* BULKHEAD_SLOT_H */
