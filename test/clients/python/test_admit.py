@@ -44,6 +44,14 @@ def count_tables(pool):
     # the block means a guard of the workload (its statement_timeout) fired
 
 
+# README example: the same report for one tenant (a key) of the workload.
+def count_tables_for(pool, tenant):
+    with pool.connection() as conn:
+        # the workload serves its tenants in turn, the least served first
+        with bulkhead.admit(conn, "reports", wait="200ms", key=tenant):
+            return conn.execute("SELECT count(*) FROM pg_class").fetchone()[0]
+
+
 @pytest.fixture(scope="module")
 def admin():
     with psycopg.connect(DSN, autocommit=True) as conn:
@@ -83,15 +91,20 @@ def threads():
         assert not t.is_alive(), "a test thread did not end"
 
 
-def define(admin, name, max_running, max_queued, queue_timeout, statement_timeout=None):
+def define(admin, name, max_running, max_queued, queue_timeout, statement_timeout=None,
+           max_running_per_key=None, max_queued_per_key=None):
     admin.execute(
         """INSERT INTO bulkhead_workload (name, max_running, max_queued, queue_timeout,
-                                          statement_timeout)
-           VALUES (%s, %s, %s, %s::interval, %s::interval)
+                                          statement_timeout, max_running_per_key,
+                                          max_queued_per_key)
+           VALUES (%s, %s, %s, %s::interval, %s::interval, %s::int, %s::int)
            ON CONFLICT (name) DO UPDATE SET max_running = excluded.max_running,
                max_queued = excluded.max_queued, queue_timeout = excluded.queue_timeout,
-               statement_timeout = excluded.statement_timeout""",
-        (name, max_running, max_queued, queue_timeout, statement_timeout))
+               statement_timeout = excluded.statement_timeout,
+               max_running_per_key = excluded.max_running_per_key,
+               max_queued_per_key = excluded.max_queued_per_key""",
+        (name, max_running, max_queued, queue_timeout, statement_timeout,
+         max_running_per_key, max_queued_per_key))
     deadline = time.monotonic() + 10
     while admin.execute(
             "SELECT count(*) FROM bulkhead_stats WHERE workload = %s"
@@ -372,6 +385,112 @@ def test_refuses_a_connection_already_in_a_transaction(admin):
             pass
 
 
+def keys_of(conn, workload):
+    """The keys of workload's rows in bulkhead_activity, as conn sees them:
+    "key:state" by key, "-" for no key."""
+    return conn.execute(
+        "SELECT coalesce(string_agg(coalesce(key, '-') || ':' || state, ','"
+        "                           ORDER BY key COLLATE \"C\" NULLS FIRST), '')"
+        " FROM bulkhead_activity WHERE workload = %s", (workload,)).fetchone()[0]
+
+
+def test_key_reaches_the_server(admin, pools, threads):
+    """The key reaches the server.  B=2, max_running_per_key 1,
+    max_queued_per_key 0: while key "a" holds a permit, a second caller of
+    "a" is rejected at once with bulkhead.Full (the key's 53B01), and "b" is
+    served beside it; a caller with no key (None or "") is served as before.
+    Inside each block, bulkhead_activity shows the caller's key."""
+    w = "py_keys"
+    define(admin, w, 2, 10, "5s", max_running_per_key=1, max_queued_per_key=0)
+    pool = pools(2)
+    held, release, inside = threading.Event(), threading.Event(), []
+
+    def hold_a():
+        with pool.connection() as conn:
+            with bulkhead.admit(conn, w, wait="5s", key="a"):
+                inside.append(keys_of(conn, w))
+                held.set()
+                assert release.wait(30)
+
+    holder = threads(hold_a)
+    assert held.wait(30)
+    assert keys_of(admin, w) == "a:running"
+
+    ran = False
+    with pool.connection() as conn:
+        t0 = time.monotonic()
+        with pytest.raises(bulkhead.Full) as exc:
+            with bulkhead.admit(conn, w, wait="5s", key="a"):
+                ran = True
+        elapsed = time.monotonic() - t0
+        assert not ran, "the block of a rejected caller ran"
+        assert elapsed < 1.0, f"rejected after {elapsed:.3f} s, not at once (wait was 5 s)"
+        assert exc.value.sqlstate == "53B01"
+        assert f'key "a" of workload "{w}" is full' in str(exc.value)
+        assert exc.value.workload == w
+        assert exc.value.key == "a"
+
+        # another key is served beside "a", with or without a wait of its own
+        with bulkhead.admit(conn, w, wait="5s", key="b"):
+            assert keys_of(conn, w) == "a:running,b:running"
+        with bulkhead.admit(conn, w, key="c"):
+            assert keys_of(conn, w) == "a:running,c:running"
+        # a key of 63 bytes is one; 64 is the server's 22023, passed on as is
+        k63 = "k" * 63
+        with bulkhead.admit(conn, w, key=k63):
+            assert keys_of(conn, w) == f"a:running,{k63}:running"
+        with pytest.raises(psycopg.errors.InvalidParameterValue) as exc:
+            with bulkhead.admit(conn, w, key=k63 + "k"):
+                pytest.fail("the block ran")
+        assert not isinstance(exc.value, bulkhead.Rejected)
+        # no key, None or "": not capped per key, no key on the server
+        for no_key in ({}, {"key": None}, {"key": ""}):
+            with bulkhead.admit(conn, w, wait="5s", **no_key):
+                assert keys_of(conn, w) == "-:running,a:running"
+        with pytest.raises(TypeError):
+            with bulkhead.admit(conn, w, key=42):
+                pytest.fail("the block ran")
+        assert conn.info.transaction_status == TransactionStatus.IDLE
+
+    release.set()
+    holder.join(30)
+    assert inside == ["a:running"], "seen from inside the block of \"a\""
+    assert_idle(admin, w)
+    assert stat(admin, w, "acquired") == 7
+    assert stat(admin, w, "rejected_full") == 1
+    assert stat(admin, w, "released") == 7
+
+
+def test_without_key_the_keyed_overload_is_not_called(admin):
+    """Without a key admit() calls bulkhead_acquire_xact(workload, timeout)
+    as it always did, so it works where the keyed overload is missing
+    (bulkhead 1.1): for a role that may not run the keyed overload, every
+    call without a key is admitted, and a key is refused with 42501."""
+    w = "py_nokeyed"
+    define(admin, w, 1, 0, "1s")
+    admin.execute("DROP ROLE IF EXISTS bh_py_nokeyed")
+    admin.execute("CREATE ROLE bh_py_nokeyed LOGIN")
+    admin.execute("REVOKE EXECUTE ON FUNCTION bulkhead_acquire_xact(text, interval, text)"
+                  " FROM PUBLIC")
+    try:
+        with psycopg.connect(DSN, user="bh_py_nokeyed", autocommit=True) as conn:
+            calls = [{}, {"wait": "200ms"}, {"key": None}, {"wait": 0.2, "key": ""}]
+            for i, kwargs in enumerate(calls):
+                with bulkhead.admit(conn, w, **kwargs):
+                    assert conn.execute("SELECT %s::int", (i,)).fetchone()[0] == i
+            with pytest.raises(psycopg.errors.InsufficientPrivilege) as exc:
+                with bulkhead.admit(conn, w, wait="200ms", key="a"):
+                    pytest.fail("the block ran")
+            assert "bulkhead_acquire_xact" in str(exc.value)
+            assert conn.info.transaction_status == TransactionStatus.IDLE
+    finally:
+        admin.execute("GRANT EXECUTE ON FUNCTION bulkhead_acquire_xact(text, interval, text)"
+                      " TO PUBLIC")
+        admin.execute("DROP ROLE bh_py_nokeyed")
+    assert_idle(admin, w)
+    assert stat(admin, w, "acquired") == 4
+
+
 def test_readme_example(admin, pools, threads):
     """The README example, admitted, timed out, and rejected when full."""
     define(admin, "reports", 1, 1, "5s")
@@ -402,6 +521,34 @@ def test_readme_example(admin, pools, threads):
     assert_idle(admin, "reports")
     assert stat(admin, "reports", "rejected_full") == 1
     assert stat(admin, "reports", "timed_out") == 1
+
+
+def test_readme_key_example(admin, pools, threads):
+    """The README's keyed example: with one permit and no queue per tenant,
+    a second call of a tenant that holds a permit is rejected (53B01 of its
+    key), and another tenant is served."""
+    define(admin, "reports", 2, 10, "5s", max_running_per_key=1, max_queued_per_key=0)
+    pool = pools(2)
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        with pool.connection() as conn:
+            with bulkhead.admit(conn, "reports", wait="5s", key="tenant-1"):
+                held.set()
+                assert release.wait(30)
+
+    holder = threads(hold)
+    assert held.wait(30)
+    with pytest.raises(bulkhead.Full) as exc:
+        count_tables_for(pool, "tenant-1")
+    assert exc.value.key == "tenant-1"
+    assert 'key "tenant-1" of workload "reports" is full' in str(exc.value)
+    assert count_tables_for(pool, "tenant-2") > 0
+    release.set()
+    holder.join(30)
+    assert_idle(admin, "reports")
+    assert stat(admin, "reports", "acquired") == 2
+    assert stat(admin, "reports", "rejected_full") == 1
 
 
 def test_through_pgbouncer_transaction_pooling(admin, threads):

@@ -10,16 +10,27 @@
  *       }
  *   });
  *
+ * With a key (a tenant: the workload serves its keys in turn, the least
+ * served first), the same with the key before the work:
+ *
+ *   Bulkhead.inTransaction(dataSource, "reports", Duration.ofMillis(200),
+ *           tenantId, conn -> ...);
+ *
  * - The permit is transaction-scoped: PostgreSQL returns it at COMMIT or
  *   ROLLBACK, so nothing here ever releases it by hand, and it is safe
  *   behind a transaction-pooling proxy (PgBouncer pool_mode = transaction).
  * - Any failure (of the acquire, of the work, of the commit) rolls back.
+ * - A key (null or "": none) is passed to bulkhead_acquire_xact(workload,
+ *   timeout, key), which needs bulkhead 1.2; without a key the helper calls
+ *   bulkhead_acquire_xact(workload[, timeout]) as it always did, which
+ *   every version has.
  * - SQLSTATE 53B01 (admission full) -> Bulkhead.FullException,
  *   53B02 (waited too long)         -> Bulkhead.TimedOutException;
  *   both are Bulkhead.RejectedException, an SQLTransientException.  The
- *   work did not run.  Every other exception, the work's own included,
- *   is passed on unchanged (a guard firing inside the work is PostgreSQL's
- *   57014, query_canceled).
+ *   work did not run.  With a key, 53B01 may also be the key's own limit
+ *   (max_queued_per_key): the message says which.  Every other exception,
+ *   the work's own included, is passed on unchanged (a guard firing inside
+ *   the work is PostgreSQL's 57014, query_canceled).
  * - The workload's guards (statement_timeout, lock_timeout, idle_timeout)
  *   apply from the statement after the acquire, which is why the acquire
  *   is a statement of its own.
@@ -49,26 +60,34 @@ public final class Bulkhead {
     public abstract static class RejectedException extends SQLTransientException {
         private static final long serialVersionUID = 1L;
         private final String workload;
+        private final String key;
 
-        RejectedException(String workload, SQLException cause) {
+        RejectedException(String workload, String key, SQLException cause) {
             super(cause.getMessage(), cause.getSQLState(), cause.getErrorCode(), cause);
             this.workload = workload;
+            this.key = key;
         }
 
         public String getWorkload() {
             return workload;
         }
+
+        /** The key the caller named, or null if it named none. */
+        public String getKey() {
+            return key;
+        }
     }
 
     /**
-     * 53B01: every permit and queue slot of the workload is taken.  Rejected
+     * 53B01: every permit and queue slot of the workload is taken, or the
+     * caller's key has max_queued_per_key callers waiting already.  Rejected
      * at once, whatever the wait.  Back off and retry later, or shed the work.
      */
     public static final class FullException extends RejectedException {
         private static final long serialVersionUID = 1L;
 
-        FullException(String workload, SQLException cause) {
-            super(workload, cause);
+        FullException(String workload, String key, SQLException cause) {
+            super(workload, key, cause);
         }
     }
 
@@ -79,8 +98,8 @@ public final class Bulkhead {
     public static final class TimedOutException extends RejectedException {
         private static final long serialVersionUID = 1L;
 
-        TimedOutException(String workload, SQLException cause) {
-            super(workload, cause);
+        TimedOutException(String workload, String key, SQLException cause) {
+            super(workload, key, cause);
         }
     }
 
@@ -95,9 +114,19 @@ public final class Bulkhead {
      */
     public static <T> T inTransaction(DataSource dataSource, String workload, Duration wait,
                                       Work<T> work) throws SQLException {
+        return inTransaction(dataSource, workload, wait, null, work);
+    }
+
+    /**
+     * The same as the caller of key (a tenant; null or "": no key): the
+     * workload serves its keys in turn, the least served first, and its
+     * max_running_per_key and max_queued_per_key apply to each key.
+     */
+    public static <T> T inTransaction(DataSource dataSource, String workload, Duration wait,
+                                      String key, Work<T> work) throws SQLException {
         Objects.requireNonNull(dataSource, "dataSource");
         try (Connection conn = dataSource.getConnection()) {
-            return inTransaction(conn, workload, wait, work);
+            return inTransaction(conn, workload, wait, key, work);
         }
     }
 
@@ -107,6 +136,12 @@ public final class Bulkhead {
      */
     public static <T> T inTransaction(Connection conn, String workload, Duration wait,
                                       Work<T> work) throws SQLException {
+        return inTransaction(conn, workload, wait, null, work);
+    }
+
+    /** The same on a connection the caller owns, as the caller of key. */
+    public static <T> T inTransaction(Connection conn, String workload, Duration wait,
+                                      String key, Work<T> work) throws SQLException {
         Objects.requireNonNull(conn, "conn");
         Objects.requireNonNull(workload, "workload");
         Objects.requireNonNull(work, "work");
@@ -118,7 +153,7 @@ public final class Bulkhead {
             conn.setAutoCommit(false);
         }
         try {
-            acquire(conn, workload, wait);
+            acquire(conn, workload, wait, key);
             T result = work.run(conn);
             conn.commit();
             return result;
@@ -140,23 +175,35 @@ public final class Bulkhead {
         }
     }
 
-    private static void acquire(Connection conn, String workload, Duration wait)
+    private static void acquire(Connection conn, String workload, Duration wait, String key)
             throws SQLException {
-        String sql = wait == null
-                ? "SELECT bulkhead_acquire_xact(?)"
-                : "SELECT bulkhead_acquire_xact(?, make_interval(secs => ?))";
-        try (PreparedStatement ps = conn.prepareStatement(sql)) {
-            ps.setString(1, workload);
+        // Only a key calls the keyed overload (bulkhead 1.2): without one,
+        // the call is the one every version of the extension has.
+        boolean keyed = key != null && !key.isEmpty();
+        StringBuilder sql = new StringBuilder("SELECT bulkhead_acquire_xact(?");
+        if (wait != null) {
+            sql.append(", make_interval(secs => ?)");
+        } else if (keyed) {
+            sql.append(", NULL");    // the workload's queue_timeout
+        }
+        sql.append(keyed ? ", ?)" : ")");
+        try (PreparedStatement ps = conn.prepareStatement(sql.toString())) {
+            int param = 1;
+            ps.setString(param++, workload);
             if (wait != null) {
-                ps.setDouble(2, wait.getSeconds() + wait.getNano() / 1e9);
+                ps.setDouble(param++, wait.getSeconds() + wait.getNano() / 1e9);
+            }
+            if (keyed) {
+                ps.setString(param, key);
             }
             ps.execute();
         } catch (SQLException e) {
+            String named = keyed ? key : null;
             if (SQLSTATE_FULL.equals(e.getSQLState())) {
-                throw new FullException(workload, e);
+                throw new FullException(workload, named, e);
             }
             if (SQLSTATE_TIMED_OUT.equals(e.getSQLState())) {
-                throw new TimedOutException(workload, e);
+                throw new TimedOutException(workload, named, e);
             }
             throw e;
         }

@@ -117,6 +117,33 @@ class BulkheadTest {
             ps.setString(5, statementTimeout);
             ps.execute();
         }
+        awaitLoaded(name, maxRunning, maxQueued);
+    }
+
+    /**
+     * A workload of its own with caps per key (tenant), loaded, figures reset.
+     * The caps are in the same row as maxRunning, so they are loaded with it.
+     */
+    static void defineKeyed(String name, int maxRunning, int maxQueued, int maxRunningPerKey,
+                            int maxQueuedPerKey) throws Exception {
+        try (PreparedStatement ps = admin.prepareStatement(
+                "INSERT INTO bulkhead_workload (name, max_running, max_queued, queue_timeout,"
+                        + " max_running_per_key, max_queued_per_key) VALUES (?, ?, ?, '5s', ?, ?)"
+                        + " ON CONFLICT (name) DO UPDATE SET max_running = excluded.max_running,"
+                        + " max_queued = excluded.max_queued, queue_timeout = excluded.queue_timeout,"
+                        + " max_running_per_key = excluded.max_running_per_key,"
+                        + " max_queued_per_key = excluded.max_queued_per_key")) {
+            ps.setString(1, name);
+            ps.setInt(2, maxRunning);
+            ps.setInt(3, maxQueued);
+            ps.setInt(4, maxRunningPerKey);
+            ps.setInt(5, maxQueuedPerKey);
+            ps.execute();
+        }
+        awaitLoaded(name, maxRunning, maxQueued);
+    }
+
+    static void awaitLoaded(String name, int maxRunning, int maxQueued) throws Exception {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         while (queryLong(admin, "SELECT count(*) FROM bulkhead_stats WHERE workload = ?"
                 + " AND max_running = ? AND max_queued = ?", name, maxRunning, maxQueued) != 1) {
@@ -174,6 +201,16 @@ class BulkheadTest {
     static Future<Long> holdPermit(ExecutorService ex, HikariDataSource ds, String workload,
                                    CountDownLatch held, CountDownLatch release) {
         return ex.submit(() -> Bulkhead.inTransaction(ds, workload, Duration.ofSeconds(5), c -> {
+            held.countDown();
+            await(release);
+            return queryLong(c, "SELECT 42");
+        }));
+    }
+
+    /** The same as the caller of key. */
+    static Future<Long> holdPermit(ExecutorService ex, HikariDataSource ds, String workload, String key,
+                                   CountDownLatch held, CountDownLatch release) {
+        return ex.submit(() -> Bulkhead.inTransaction(ds, workload, Duration.ofSeconds(5), key, c -> {
             held.countDown();
             await(release);
             return queryLong(c, "SELECT 42");
@@ -492,6 +529,128 @@ class BulkheadTest {
                 stat(w, "peak_queued"));
     }
 
+    // ---- keys (tenants) ----------------------------------------------------
+
+    /**
+     * The keys of the rows of workload in bulkhead_activity, as the server
+     * shows them to c: "key:state" by key, "-" for no key.
+     */
+    static String keysOf(Connection c, String workload) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(
+                "SELECT coalesce(string_agg(coalesce(key, '-') || ':' || state, ','"
+                        + " ORDER BY key COLLATE \"C\" NULLS FIRST), '')"
+                        + " FROM bulkhead_activity WHERE workload = ?")) {
+            ps.setString(1, workload);
+            try (ResultSet rs = ps.executeQuery()) {
+                assertTrue(rs.next());
+                return rs.getString(1);
+            }
+        }
+    }
+
+    /**
+     * The key reaches the server.  B=2, max_running_per_key 1,
+     * max_queued_per_key 0: while key "a" holds a permit, a second caller of
+     * "a" is rejected at once with FullException (the key's 53B01), and "b"
+     * is served beside it; a caller with no key (null or "") is served as
+     * before.  Inside each work, bulkhead_activity shows the caller's key.
+     */
+    @Test
+    void keyReachesTheServer() throws Exception {
+        String w = "jdbc_keys";
+        defineKeyed(w, 2, 10, 1, 0);
+        HikariDataSource ds = pool(2);
+        ExecutorService ex = threads(1);
+        CountDownLatch held = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        Future<String> holder = ex.submit(() -> Bulkhead.inTransaction(ds, w, Duration.ofSeconds(5), "a",
+                c -> {
+                    String inside = keysOf(c, w);
+                    held.countDown();
+                    await(release);
+                    return inside;
+                }));
+        await(held);
+        assertEquals("a:running", keysOf(admin, w));
+
+        AtomicBoolean ran = new AtomicBoolean();
+        long t0 = System.nanoTime();
+        Bulkhead.FullException e = assertThrows(Bulkhead.FullException.class,
+                () -> Bulkhead.inTransaction(ds, w, Duration.ofSeconds(5), "a", c -> {
+                    ran.set(true);
+                    return null;
+                }));
+        long ms = millisSince(t0);
+        assertTrue(ms < 1000, "rejected after " + ms + " ms, not at once (wait was 5 s)");
+        assertFalse(ran.get(), "the work of a rejected unit ran");
+        assertEquals("53B01", e.getSQLState());
+        assertTrue(e.getMessage().contains("key \"a\" of workload \"" + w + "\" is full"), e.getMessage());
+        assertEquals(w, e.getWorkload());
+        assertEquals("a", e.getKey());
+
+        // another key is served beside "a", with or without a wait of its own
+        assertEquals("a:running,b:running",
+                Bulkhead.inTransaction(ds, w, Duration.ofSeconds(5), "b", c -> keysOf(c, w)));
+        assertEquals("a:running,c:running", Bulkhead.inTransaction(ds, w, null, "c", c -> keysOf(c, w)));
+        // a key of 63 bytes is one; 64 is the server's 22023, passed on as is
+        String k63 = "k".repeat(63);
+        assertEquals("a:running," + k63 + ":running",
+                Bulkhead.inTransaction(ds, w, null, k63, c -> keysOf(c, w)));
+        SQLException tooLong = assertThrows(SQLException.class,
+                () -> Bulkhead.inTransaction(ds, w, null, k63 + "k", c -> fail("the work ran")));
+        assertEquals("22023", tooLong.getSQLState(), tooLong.toString());
+        assertFalse(tooLong instanceof Bulkhead.RejectedException);
+        // no key, null or "": not capped per key, no key on the server
+        assertEquals("-:running,a:running",
+                Bulkhead.inTransaction(ds, w, Duration.ofSeconds(5), c -> keysOf(c, w)));
+        assertEquals("-:running,a:running",
+                Bulkhead.inTransaction(ds, w, Duration.ofSeconds(5), null, c -> keysOf(c, w)));
+        assertEquals("-:running,a:running",
+                Bulkhead.inTransaction(ds, w, Duration.ofSeconds(5), "", c -> keysOf(c, w)));
+
+        release.countDown();
+        assertEquals("a:running", holder.get(30, TimeUnit.SECONDS), "seen from inside the work of \"a\"");
+        assertIdle(w);
+        assertEquals(7, stat(w, "acquired"));
+        assertEquals(1, stat(w, "rejected_full"));
+        assertEquals(7, stat(w, "released"));
+    }
+
+    /**
+     * Without a key the helper calls bulkhead_acquire_xact(workload[, timeout])
+     * as it always did, so it works where the keyed overload is missing
+     * (bulkhead 1.1): for a role that may not run the keyed overload, every
+     * call without a key is admitted, and a key is refused with 42501.
+     */
+    @Test
+    void withoutKeyTheKeyedOverloadIsNotCalled() throws Exception {
+        String w = "jdbc_nokeyed";
+        define(w, 1, 0, "1s", null);
+        exec("DROP ROLE IF EXISTS bh_jdbc_nokeyed");
+        exec("CREATE ROLE bh_jdbc_nokeyed LOGIN");
+        exec("REVOKE EXECUTE ON FUNCTION bulkhead_acquire_xact(text, interval, text) FROM PUBLIC");
+        try (Connection c = DriverManager.getConnection(
+                URL.substring(0, URL.indexOf('?')) + "?user=bh_jdbc_nokeyed")) {
+            assertEquals(1L, (long) Bulkhead.inTransaction(c, w, null, x -> queryLong(x, "SELECT 1")));
+            assertEquals(2L, (long) Bulkhead.inTransaction(c, w, Duration.ofMillis(200),
+                    x -> queryLong(x, "SELECT 2")));
+            assertEquals(3L, (long) Bulkhead.inTransaction(c, w, null, null, x -> queryLong(x, "SELECT 3")));
+            assertEquals(4L, (long) Bulkhead.inTransaction(c, w, Duration.ofMillis(200), "",
+                    x -> queryLong(x, "SELECT 4")));
+            SQLException e = assertThrows(SQLException.class,
+                    () -> Bulkhead.inTransaction(c, w, Duration.ofMillis(200), "a", x -> fail("the work ran")));
+            assertEquals("42501", e.getSQLState(), e.toString());
+            assertTrue(e.getMessage().contains("bulkhead_acquire_xact"), e.getMessage());
+            assertTrue(c.getAutoCommit(), "auto-commit restored");
+            assertEquals(TransactionState.IDLE, c.unwrap(BaseConnection.class).getTransactionState());
+        } finally {
+            exec("GRANT EXECUTE ON FUNCTION bulkhead_acquire_xact(text, interval, text) TO PUBLIC");
+            exec("DROP ROLE bh_jdbc_nokeyed");
+        }
+        assertIdle(w);
+        assertEquals(4, stat(w, "acquired"));
+    }
+
     // ---- the README's example --------------------------------------------
 
     /** README example: a report, admitted by the "reports" workload. */
@@ -516,6 +675,18 @@ class BulkheadTest {
         }
         // any other SQLException propagates; SQLSTATE 57014 from the work
         // means a guard of the workload (its statement_timeout) fired
+    }
+
+    /** README example: the same report for one tenant (a key) of the workload. */
+    static long countTablesFor(DataSource dataSource, String tenant) throws SQLException {
+        // the workload serves its tenants in turn, the least served first
+        return Bulkhead.inTransaction(dataSource, "reports", Duration.ofMillis(200), tenant, conn -> {
+            try (Statement st = conn.createStatement();
+                 ResultSet rs = st.executeQuery("SELECT count(*) FROM pg_class")) {
+                rs.next();
+                return rs.getLong(1);
+            }
+        });
     }
 
     /** A connection as role, gated by bulkhead.workload, with pgJDBC's autosave mode. */
@@ -637,6 +808,40 @@ class BulkheadTest {
         assertIdle("reports");
         assertEquals(1, stat("reports", "rejected_full"));
         assertEquals(1, stat("reports", "timed_out"));
+    }
+
+    /**
+     * The README's keyed example: with one permit and no queue per tenant,
+     * a second call of a tenant that holds a permit is rejected (53B01 of its
+     * key), and another tenant is served.
+     */
+    @Test
+    void readmeKeyExample() throws Exception {
+        defineKeyed("reports", 2, 10, 1, 0);
+        try {
+            HikariDataSource ds = pool(2);
+            ExecutorService ex = threads(1);
+            CountDownLatch held = new CountDownLatch(1);
+            CountDownLatch release = new CountDownLatch(1);
+            Future<Long> holder = holdPermit(ex, ds, "reports", "tenant-1", held, release);
+            await(held);
+            Bulkhead.FullException e = assertThrows(Bulkhead.FullException.class,
+                    () -> countTablesFor(ds, "tenant-1"));
+            assertEquals("tenant-1", e.getKey());
+            assertTrue(e.getMessage().contains("key \"tenant-1\" of workload \"reports\" is full"),
+                    e.getMessage());
+            assertTrue(countTablesFor(ds, "tenant-2") > 0);
+            release.countDown();
+            assertEquals(42L, holder.get(30, TimeUnit.SECONDS));
+            assertIdle("reports");
+            assertEquals(2, stat("reports", "acquired"));
+            assertEquals(1, stat("reports", "rejected_full"));
+        } finally {
+            // no caps per key for readmeExample, which may run next (its
+            // define waits for a load of the row that follows this change)
+            exec("UPDATE bulkhead_workload SET max_running_per_key = NULL, max_queued_per_key = NULL"
+                    + " WHERE name = 'reports'");
+        }
     }
 
     /**
