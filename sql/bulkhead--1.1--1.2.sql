@@ -166,6 +166,15 @@ BEGIN
                                           f, g.grantee::pg_catalog.regrole::pg_catalog.text);
             END IF;
         END LOOP;
+        -- A GRANT in an extension script is recorded as the function's
+        -- initial privileges (pg_init_privs), which pg_dump leaves out: the
+        -- copies are the operator's, as the privileges they copy are, and
+        -- must survive a dump and restore as those do.
+        DELETE FROM pg_catalog.pg_init_privs
+         WHERE objoid OPERATOR(pg_catalog.=) pg_catalog.to_regprocedure(
+               '@extschema@.' OPERATOR(pg_catalog.||) f OPERATOR(pg_catalog.||) '(text, interval, text)')::pg_catalog.oid
+           AND classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+           AND objsubid OPERATOR(pg_catalog.=) 0;
     END LOOP;
 END
 $$;

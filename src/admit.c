@@ -120,8 +120,13 @@ admit_keyed(BulkheadSlot *slot, int slotno, BulkheadEntry *entry,
 	}
 	if (!grant)
 	{
-		/* slot's config: the caller's copy stops before the roles */
-		if (key != NULL && slot->config.max_queued_per_key >= 0 &&
+		/*
+		 * slot's config: the caller's copy stops before the roles.  In
+		 * shadow mode (in a tree: the budgets above make it wait) the cap on
+		 * a key's waiters, the leaf's own, rejects no one.
+		 */
+		if (key != NULL && !slot->config.shadow &&
+			slot->config.max_queued_per_key >= 0 &&
 			(k == BULKHEAD_NO_KEY ? 0 : bulkhead_key_at(k)->group.queued) >=
 			slot->config.max_queued_per_key)
 		{

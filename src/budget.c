@@ -265,11 +265,15 @@ pick(BulkheadSlot *slot, TimestampTz now, TimestampTz *head_at)
 
 	if (slot->sub_queued == 0 || !bulkhead_budget_under_limit(slot))
 		return -1;
-	if (slot->queued > 0)
+	/*
+	 * Its own waiters first, unless it is keyed and every key that waits is
+	 * at its cap: then none of them can be granted, and a budget's children
+	 * (it may have become one while they waited) are looked at as if it had
+	 * none; a leaf has no children and offers none.
+	 */
+	if (slot->queued > 0 &&
+		(!slot->keyed || bulkhead_keys_next_waiter(slot, now) != NULL))
 	{
-		/* a keyed leaf whose waiting keys are all at their caps: none */
-		if (slot->keyed && bulkhead_keys_next_waiter(slot, now) == NULL)
-			return -1;
 		*head_at = entry_at(slot->waiters.head)->queued_at;
 		return bulkhead_slot_index(slot);
 	}

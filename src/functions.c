@@ -38,14 +38,28 @@ PG_FUNCTION_INFO_V1(bulkhead_release_all);
 bool		bulkhead_allow_session_permits = true;
 char	   *bulkhead_key = NULL;
 
-/* bulkhead.key: at most BULKHEAD_KEY_MAXLEN bytes */
+/*
+ * bulkhead.key: at most BULKHEAD_KEY_MAXLEN bytes, valid in the database's
+ * encoding (a connection option is not checked by the server, and the key
+ * is shown in bulkhead_activity and bulkhead_keys, whose readers would fail
+ * to convert it).  Before a database is chosen (postgresql.conf read by the
+ * postmaster) the encoding is SQL_ASCII, which takes any byte.
+ */
 static bool
 check_key(char **newval, void **extra, GucSource source)
 {
-	if (*newval != NULL && strlen(*newval) > BULKHEAD_KEY_MAXLEN)
+	if (*newval == NULL)
+		return true;
+	if (strlen(*newval) > BULKHEAD_KEY_MAXLEN)
 	{
 		GUC_check_errdetail("A key has at most %d bytes; this one has %d.",
 							BULKHEAD_KEY_MAXLEN, (int) strlen(*newval));
+		return false;
+	}
+	if (!pg_verifymbstr(*newval, strlen(*newval), true))
+	{
+		GUC_check_errdetail("A key must be valid in the database encoding (%s).",
+							GetDatabaseEncodingName());
 		return false;
 	}
 	return true;

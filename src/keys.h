@@ -34,11 +34,15 @@ bulkhead_entry_key(const BulkheadEntry *entry)
 	return bulkhead_shared->entry_keys[entry - bulkhead_shared->entries].key;
 }
 
-/* May key k of slot be granted one more permit (under max_running_per_key)? */
+/*
+ * May key k of slot be granted one more permit (under max_running_per_key)?
+ * In shadow mode the cap, a limit of the workload's own, is not enforced.
+ */
 static inline bool
 bulkhead_key_under_cap(const BulkheadSlot *slot, int32 k)
 {
-	return k == BULKHEAD_NO_KEY || slot->config.max_running_per_key <= 0 ||
+	return k == BULKHEAD_NO_KEY || slot->config.shadow ||
+		slot->config.max_running_per_key <= 0 ||
 		bulkhead_key_at(k)->group.running < slot->config.max_running_per_key;
 }
 

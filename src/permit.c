@@ -219,7 +219,7 @@ report_no_key_room(const char *key)
 	ereport(ERROR,
 			(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 			 errmsg("too many bulkhead keys in use"),
-			 errdetail("Key \"%s\" would be the %d + 1st key holding or awaiting a permit.",
+			 errdetail("Key \"%s\" is new, and all %d entries of the key table are taken by keys holding or awaiting permits.",
 					   key, bulkhead_shared->nkeys),
 			 errhint("Raise \"bulkhead.max_keys\" (currently %d), or retry once keys in use are released.",
 					 bulkhead_shared->nkeys)));

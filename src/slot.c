@@ -291,9 +291,23 @@ bulkhead_slot_cancel_wait(BulkheadSlot *slot, BulkheadEntry *entry,
 }
 
 /*
+ * Is a permit free for waiter entry of slot?  In a keyed slot, not while its
+ * key is at max_running_per_key: only a release by that key's holders can
+ * serve it, whatever is free for other keys.
+ */
+static bool
+permit_free_for(BulkheadSlot *slot, BulkheadEntry *entry)
+{
+	if (!(bulkhead_in_tree(slot) ? bulkhead_budget_path_free(slot) :
+		  (slot->config.shadow || slot->running < slot->current_limit)))
+		return false;
+	return !slot->keyed || bulkhead_key_under_cap(slot, bulkhead_entry_key(entry));
+}
+
+/*
  * End a wait that the deadlock check found deadlocked, after a last check
  * that it still stands as the search saw it: still WAITING (never granted
- * meanwhile), the same holders (holders_stamp) and no free permit.
+ * meanwhile), the same holders (holders_stamp) and no free permit for it.
  * Returns false, changing nothing, when one of these fails.
  */
 bool
@@ -303,8 +317,7 @@ bulkhead_slot_end_wait_deadlocked(BulkheadSlot *slot, BulkheadEntry *entry,
 {
 	*drained = false;
 	if (entry->state != BULKHEAD_ENTRY_WAITING ||
-		(bulkhead_in_tree(slot) ? bulkhead_budget_path_free(slot) :
-		 (slot->config.shadow || slot->running < slot->current_limit)) ||
+		permit_free_for(slot, entry) ||
 		bulkhead_holders_stamp(slot) != holders_stamp)
 		return false;
 	slot->stats.deadlocks++;

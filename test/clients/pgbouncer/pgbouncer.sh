@@ -10,8 +10,9 @@
 #                 same server connection: the session-permit demonstration)
 #   sessionpool   pool_size 1, session pooling      (DISCARD ALL, informational)
 # Tests: pgbench with transaction permits, a session permit under
-# transaction pooling, transparent admission (bulkhead.workload), and
-# classification rules on application_name.
+# transaction pooling, transparent admission (bulkhead.workload),
+# classification rules on application_name, and tenants (SET LOCAL
+# bulkhead.key per transaction).
 
 PGB_DIR=
 PGB_PORT=
@@ -49,7 +50,7 @@ server_reset_query = DISCARD ALL
 ignore_startup_parameters = extra_float_digits
 logfile = $PGB_DIR/pgbouncer.log
 EOF
-    printf '"%s" ""\n' postgres bh_gated bh_ruled >"$PGB_DIR/userlist.txt"
+    printf '"%s" ""\n' postgres bh_gated bh_ruled bh_keyed >"$PGB_DIR/userlist.txt"
     chown -R postgres:postgres "$PGB_DIR"
     # in the foreground of its own process (setpriv execs it, so the pid is
     # PgBouncer's own), as postgres: PgBouncer refuses to run as root
@@ -325,6 +326,35 @@ pgb_test_rules() {
     direct -c "DELETE FROM bulkhead_rule WHERE position IN (910, 920)" >/dev/null
 }
 
+# 5. Tenants through PgBouncer: SET LOCAL bulkhead.key inside the
+# transaction keys its gate permit, and the key goes with the transaction,
+# not with the server connection that the next client gets (pool "single")
+pgb_keyed_psql() {    # pgb_keyed_psql ARGS...: as bh_keyed, pool "single"
+    "$BH_BINDIR/psql" -X -q -At -h 127.0.0.1 -p "$PGB_PORT" -U bh_keyed -d single "$@"
+}
+
+pgb_test_keys() {
+    local a b pid_a pid_b
+    local show="SELECT pg_backend_pid() || '|' ||
+                       (SELECT string_agg(workload || ':' || coalesce(key, '-'), ',')
+                          FROM bulkhead_activity WHERE pid = pg_backend_pid())"
+    pgb_define pgb_keys 1 100 30s NULL || { fail "keys: define workload pgb_keys"; return; }
+    direct -c "SET client_min_messages = warning" -c "DROP ROLE IF EXISTS bh_keyed" \
+        -c "CREATE ROLE bh_keyed LOGIN" \
+        -c "ALTER ROLE bh_keyed SET bulkhead.workload = 'pgb_keys'" >/dev/null ||
+        { fail "keys: create role bh_keyed"; return; }
+    a=$(pgb_keyed_psql -c "BEGIN" -c "SET LOCAL bulkhead.key = 'tenant-1'" -c "$show" -c "COMMIT")
+    b=$(pgb_keyed_psql -c "BEGIN" -c "$show" -c "COMMIT")
+    echo "    | client 1 (SET LOCAL bulkhead.key = 'tenant-1'): $a"
+    echo "    | client 2 (no key):                               $b"
+    pid_a=$(cut -d'|' -f1 <<<"$a")
+    pid_b=$(cut -d'|' -f1 <<<"$b")
+    check "keys: both clients got the same server connection (pid $pid_a)" test "$pid_a" = "$pid_b"
+    check "keys: client 1's transaction holds its permit as tenant-1" test "$a" = "$pid_a|pgb_keys:tenant-1"
+    check "keys: client 2's transaction on that connection has no key" test "$b" = "$pid_b|pgb_keys:-"
+    check "keys: no key is left in use" test "$(direct -c "SELECT count(*) FROM bulkhead_keys")" = 0
+}
+
 pgbouncer_tests() {
     if [ -z "$PGB_PID" ]; then
         fail "pgbouncer: not running"
@@ -334,6 +364,7 @@ pgbouncer_tests() {
     pgb_test_session_permit
     pgb_test_transparent
     pgb_test_rules
+    pgb_test_keys
     pgb_stop
     local left
     for _ in $(seq 50); do    # the server connections end as PgBouncer goes
