@@ -39,11 +39,35 @@ admit_wait(BulkheadSlot *slot, int slotno, BulkheadEntry *entry,
 }
 
 /*
+ * B + Q taken: is the workload full (counted in rejected_full)?  max_queued
+ * counts against the limit in force (the caller's copy).  In shadow mode
+ * no one is rejected, but what enforce mode would have done is counted.
+ */
+static inline bool
+full(BulkheadSlot *slot, const BulkheadConfig *config, int limit)
+{
+	if (config->shadow)
+	{
+		if (slot->running >= (int64) limit + config->max_queued)
+			slot->stats.shadow_rejected++;
+		else if (slot->running >= limit)
+			slot->stats.shadow_queued++;
+		return false;
+	}
+	if ((int64) slot->running + slot->queued >= (int64) limit + config->max_queued)
+	{
+		slot->stats.rejected_full++;
+		return true;
+	}
+	return false;
+}
+
+/*
  * Admission to a leaf of a tree of budgets: its own B + Q decide a
  * rejection as outside a tree; the permit is taken at once when the leaf
  * has no waiter and the whole path has room (budget.c); else the caller
  * waits.  In shadow mode the leaf's own limit is only counted, but the
- * budgets above it still decide.  Kept apart from bulkhead_slot_admit's
+ * budgets above it still decide.  Kept apart from bulkhead_admit's
  * own checks on purpose: one function for both costs a workload outside
  * any tree 7 more instructions per acquire/release pair (callgrind).
  */
@@ -52,22 +76,12 @@ admit_in_tree(BulkheadSlot *slot, int slotno, BulkheadEntry *entry,
 			  BulkheadScope scope, const BulkheadConfig *config, int limit,
 			  int64 timeout_us, TimestampTz now)
 {
-	if (config->shadow)
-	{
-		if (slot->running >= (int64) limit + config->max_queued)
-			slot->stats.shadow_rejected++;
-		else if (slot->running >= limit)
-			slot->stats.shadow_queued++;
-	}
-	else if ((int64) slot->running + slot->queued >= (int64) limit + config->max_queued)
-	{
-		slot->stats.rejected_full++;
+	if (full(slot, config, limit))
 		return BULKHEAD_ADMIT_FULL;
-	}
 	if (slot->queued != 0 || !bulkhead_budget_path_free(slot))
 		return admit_wait(slot, slotno, entry, scope, timeout_us, now);
 	bulkhead_slot_link(slot, slotno, entry, scope, BULKHEAD_ENTRY_GRANTED,
-			   BULKHEAD_NO_KEY, now);
+					   BULKHEAD_NO_KEY, now);
 	bulkhead_slot_count_grant(slot, entry);
 	return BULKHEAD_ADMIT_GRANTED;
 }
@@ -91,18 +105,8 @@ admit_keyed(BulkheadSlot *slot, int slotno, BulkheadEntry *entry,
 	int32		k = BULKHEAD_NO_KEY;
 	bool		grant;
 
-	if (config->shadow)
-	{
-		if (slot->running >= (int64) limit + config->max_queued)
-			slot->stats.shadow_rejected++;
-		else if (slot->running >= limit)
-			slot->stats.shadow_queued++;
-	}
-	else if ((int64) slot->running + slot->queued >= (int64) limit + config->max_queued)
-	{
-		slot->stats.rejected_full++;
+	if (full(slot, config, limit))
 		return BULKHEAD_ADMIT_FULL;
-	}
 	if (key != NULL)
 		k = bulkhead_keys_find(slot, key, hash);
 	if (in_tree)
@@ -185,23 +189,13 @@ bulkhead_admit(BulkheadSlot *slot, int slotno, BulkheadEntry *entry,
 	if (unlikely((key != NULL) | slot->keyed))
 		return admit_keyed(slot, slotno, entry, scope, config, limit,
 						   timeout_us, key, key_hash, now);
-	if (config->shadow)
-	{
-		/* grant at once, but count what enforce mode would have done */
-		if (slot->running >= (int64) limit + config->max_queued)
-			slot->stats.shadow_rejected++;
-		else if (slot->running >= limit)
-			slot->stats.shadow_queued++;
-	}
-	else if ((int64) slot->running + slot->queued >= (int64) limit + config->max_queued)
-	{
-		slot->stats.rejected_full++;
+	if (full(slot, config, limit))
 		return BULKHEAD_ADMIT_FULL;
-	}
-	else if (slot->queued != 0 || slot->running >= limit)
+	/* shadow mode grants at once */
+	if (!config->shadow && (slot->queued != 0 || slot->running >= limit))
 		return admit_wait(slot, slotno, entry, scope, timeout_us, now);
 	bulkhead_slot_link(slot, slotno, entry, scope, BULKHEAD_ENTRY_GRANTED,
-			   BULKHEAD_NO_KEY, now);
+					   BULKHEAD_NO_KEY, now);
 	bulkhead_slot_count_grant(slot, entry);
 	return BULKHEAD_ADMIT_GRANTED;
 }
