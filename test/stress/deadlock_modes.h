@@ -28,4 +28,8 @@ extern int	budget_stress_main(int clients, int seconds, const char *conninfo,
 extern int	hold_stress_main(int clients, int seconds, const char *conninfo,
 							 uint64_t seed);
 
+/* Run the tenants mode (tenant_modes.c); seed 0 takes one from the clock */
+extern int	tenant_stress_main(int clients, int seconds, const char *conninfo,
+							   uint64_t seed);
+
 #endif							/* DEADLOCK_MODES_H */

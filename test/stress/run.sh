@@ -44,10 +44,20 @@
 # bounds in bulkhead_stats by the epoch rule with moves (see hold_modes.c)
 # and, at the end, acquired + moved_in = released + moved_out per workload.
 #
+# Then the tenants mode (test/stress/tenant_modes.c), short: TENANT_CLIENTS
+# clients (default 64) for TENANT_SECONDS seconds (default 20) take permits
+# of two small workloads with per-key caps as callers of 10,000 keys (hot,
+# warm, and many used once), with keyed and unkeyed session, transaction,
+# try_ and transparent (SET LOCAL bulkhead.key) permits, cancels and
+# terminations, on a cluster with bulkhead.max_keys = 24 (so that new keys
+# meet a full key table, 53400); a monitor checks bulkhead_keys against
+# the caps, bulkhead_activity and bulkhead_stats, and at the end that no
+# key is left and the table holds bulkhead.max_keys keys again.
+#
 # Longer runs: bash test/stress/run.sh 128 600
 # Extra options for the tool (seed, rates; see bulkhead_stress -h):
 #   STRESS_OPTS="-s 42 -C 5" bash test/stress/run.sh
-# Only some of the runs (main, nocycle, cycle, guards, budgets, holds), e.g. a long nocycle run:
+# Only some of the runs (main, nocycle, cycle, guards, budgets, holds, tenants), e.g. a long nocycle run:
 #   STRESS_MODES=nocycle DEADLOCK_CLIENTS=64 DEADLOCK_SECONDS=600 bash test/stress/run.sh
 # or a long guards run:
 #   STRESS_MODES=guards GUARD_CLIENTS=64 GUARD_SECONDS=600 bash test/stress/run.sh
@@ -55,6 +65,8 @@
 #   STRESS_MODES=budgets BUDGET_SECONDS=600 bash test/stress/run.sh
 # or a long holds run (10 minutes, 64 clients):
 #   STRESS_MODES=holds HOLD_SECONDS=600 bash test/stress/run.sh
+# or a long tenants run (10 minutes, 64 clients):
+#   STRESS_MODES=tenants TENANT_SECONDS=600 bash test/stress/run.sh
 # The server runs on both CPUs (races need them); STRESS_PIN=1 pins it to
 # CPU 0 as the benchmarks do.  STRESS_CONF adds a server setting, e.g.
 # STRESS_CONF="log_min_messages = debug1" logs each decision of the worker
@@ -77,7 +89,7 @@ if [ "$CLIENTS" -lt 1 ] || [ "$SECONDS_" -lt 1 ]; then
     bh_die "CLIENTS and SECONDS must be at least 1"
 fi
 
-MODES=${STRESS_MODES:-main nocycle cycle guards budgets holds}
+MODES=${STRESS_MODES:-main nocycle cycle guards budgets holds tenants}
 DL_CLIENTS=${DEADLOCK_CLIENTS:-32}
 DL_SECONDS=${DEADLOCK_SECONDS:-20}
 case $DL_CLIENTS$DL_SECONDS in *[!0-9]*|'') bh_die "DEADLOCK_CLIENTS and DEADLOCK_SECONDS must be numbers" ;; esac
@@ -90,11 +102,15 @@ case $BG_CLIENTS$BG_SECONDS in *[!0-9]*|'') bh_die "BUDGET_CLIENTS and BUDGET_SE
 HD_CLIENTS=${HOLD_CLIENTS:-64}
 HD_SECONDS=${HOLD_SECONDS:-20}
 case $HD_CLIENTS$HD_SECONDS in *[!0-9]*|'') bh_die "HOLD_CLIENTS and HOLD_SECONDS must be numbers" ;; esac
+TN_CLIENTS=${TENANT_CLIENTS:-64}
+TN_SECONDS=${TENANT_SECONDS:-20}
+case $TN_CLIENTS$TN_SECONDS in *[!0-9]*|'') bh_die "TENANT_CLIENTS and TENANT_SECONDS must be numbers" ;; esac
 CONNS=$CLIENTS
 [ "$DL_CLIENTS" -le "$CONNS" ] || CONNS=$DL_CLIENTS
 [ "$GD_CLIENTS" -le "$CONNS" ] || CONNS=$GD_CLIENTS
 [ "$BG_CLIENTS" -le "$CONNS" ] || CONNS=$BG_CLIENTS
 [ "$HD_CLIENTS" -le "$CONNS" ] || CONNS=$HD_CLIENTS
+[ "$TN_CLIENTS" -le "$CONNS" ] || CONNS=$TN_CLIENTS
 CONNS=$((CONNS * 3 / 2 + 20))    # cycle mode: a watcher per pair of clients
 
 bh_require_root
@@ -128,8 +144,10 @@ make -C "$WORK/src/test/stress" PG_CONFIG="$BH_PG_CONFIG" >"$WORK/tool.log" 2>&1
     { cat "$WORK/tool.log"; bh_die "the stress tool did not build"; }
 
 bh_say "starting a throwaway cluster (max_connections = $CONNS)"
-# every mode defines its own workloads, and keeps them: room for all of them
-bench_cluster_start "max_connections = $CONNS" "bulkhead.max_workloads = 256" ${STRESS_CONF:+"$STRESS_CONF"}
+# every mode defines its own workloads, and keeps them: room for all of them;
+# a small key table (only the tenants mode uses keys): 53400 when it is full
+bench_cluster_start "max_connections = $CONNS" "bulkhead.max_workloads = 256" \
+    "bulkhead.max_keys = 24" ${STRESS_CONF:+"$STRESS_CONF"}
 trap cleanup EXIT    # bench_cluster_start set its own; ours stops it too
 
 # B=2/Q=4, B=4/Q=8 with a statement_timeout guard, B=1/Q=0, and an adaptive
@@ -181,7 +199,14 @@ for mode in $MODES; do
                 "$WORK/src/test/stress/bulkhead_stress" -D holds -c "$HD_CLIENTS" \
                 -t "$HD_SECONDS" -d "$CONNINFO" ${HOLD_OPTS:-} || status=$?
             ;;
-        *) bh_die "unknown stress mode $mode (main, nocycle, cycle, guards, budgets, holds)" ;;
+        tenants)
+            bh_say "running bulkhead_stress -D tenants: $TN_CLIENTS clients, $TN_SECONDS s"
+            # shellcheck disable=SC2086  # TENANT_OPTS holds options (-s seed)
+            timeout --signal=INT --kill-after=30 $((TN_SECONDS + 120)) \
+                "$WORK/src/test/stress/bulkhead_stress" -D tenants -c "$TN_CLIENTS" \
+                -t "$TN_SECONDS" -d "$CONNINFO" ${TENANT_OPTS:-} || status=$?
+            ;;
+        *) bh_die "unknown stress mode $mode (main, nocycle, cycle, guards, budgets, holds, tenants)" ;;
     esac
 done
 
