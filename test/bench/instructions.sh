@@ -8,7 +8,8 @@
 # as built with -DBULKHEAD_NO_LATENCY_STATS, to show what the latency
 # statistics cost.  The bulkhead forms are counted again with the workload
 # as a leaf under a budget (shared budgets, 1.2), against the same workload
-# as a root.
+# as a root, and with a key named (tenants, 1.2: the key 'k', the only one in
+# use, so that each pair creates its key and frees it) against no key.
 #
 #   bash test/bench/instructions.sh [PAIRS]      (as root; default 20000)
 set -euo pipefail
@@ -29,6 +30,22 @@ forms=("advisory, PERFORM" "bulkhead session, PERFORM"
        "advisory xact, PERFORM + COMMIT" "bulkhead xact, PERFORM + COMMIT"
        "advisory try xact, expression + COMMIT" "bulkhead try xact, expression + COMMIT")
 empty_of() { case $1 in *COMMIT) echo "empty loop, COMMIT" ;; *) echo "empty loop" ;; esac; }
+# the keyed forms, each beside the unkeyed form it is compared with
+keyed_forms=("bulkhead session, PERFORM" "bulkhead session keyed, PERFORM"
+             "bulkhead try, expression" "bulkhead try keyed, expression"
+             "bulkhead xact, PERFORM + COMMIT" "bulkhead xact keyed, PERFORM + COMMIT"
+             "bulkhead try xact, expression + COMMIT" "bulkhead try xact keyed, expression + COMMIT")
+
+# loop_count FORM: the instructions of one loop of FORM, PAIRS iterations,
+# in a fresh backend (its callgrind file holds that loop only)
+loop_count() {
+    local sql pid file
+    sql=$(bench_psql -tAc "SELECT pair_sql('$1', $PAIRS)")
+    pid=$(bench_psql -tA -c "$sql" -c "SELECT pg_backend_pid()" | tail -n 1)
+    file="$BENCH_DIR/callgrind.$pid"
+    for _ in $(seq 100); do grep -q '^totals:' "$file" 2>/dev/null && break; sleep 0.1; done
+    awk '/^totals:/ { print $2 }' "$file"
+}
 
 declare -A count
 for v in "${BUILDS[@]}"; do
@@ -49,6 +66,10 @@ for v in "${BUILDS[@]}"; do
         count[$v/$f]=$(awk '/^totals:/ { print $2 }' "$file")
     done
     if [ "$v" = with ]; then
+        # the keyed forms, the workload still a root
+        for ((i = 1; i < ${#keyed_forms[@]}; i += 2)); do
+            count[with/${keyed_forms[i]}]=$(loop_count "${keyed_forms[i]}")
+        done
         # the same loops, the workload now a leaf under a budget
         bench_psql -c "INSERT INTO bulkhead_workload (name, max_running, max_queued) VALUES ('bench_root', 1000, 0)" \
                    -c "UPDATE bulkhead_workload SET parent = 'bench_root', reserved = 1 WHERE name = 'bench'"
@@ -97,3 +118,18 @@ for ((i = 1; i < ${#forms[@]}; i += 2)); do
     ir=$(per_pair with "$b") il=$(per_pair leaf "$b")
     echo "| ${b#bulkhead } | $ir | $il | $(bench_ratio "$il" "$ir") |"
 done
+echo
+echo "Tenants: the same workload with a key named (\`bulkhead_acquire('bench', NULL, 'k')\`, \`bulkhead_try_acquire('bench', '0', 'k')\` and their _xact forms; the only key in use, created and freed by every pair) against no key:"
+echo
+echo "| loop form | no key | key 'k' | keyed / unkeyed |"
+echo "|---|---:|---:|---:|"
+worst=0
+for ((i = 0; i < ${#keyed_forms[@]}; i += 2)); do
+    a=${keyed_forms[i]} b=${keyed_forms[i + 1]}
+    ia=$(per_pair with "$a") ib=$(per_pair with "$b") r=$(bench_ratio "$ib" "$ia")
+    bench_at_least "$worst" "$r" || worst=$r
+    echo "| ${a#bulkhead } | $ia | $ib | $r |"
+done
+echo
+bench_at_least 1.3 "$worst" && met=0 || met=1
+bench_target "a keyed pair costs ≤ 1.3× an unkeyed one (at most ${worst}×)" "$met"

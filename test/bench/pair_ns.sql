@@ -2,7 +2,8 @@
 -- one form in a PL/pgSQL loop and returns the nanoseconds per pair; the
 -- procedure xact_pair_ns does the same for transaction-scoped pairs, each
 -- ended by a COMMIT in the loop.  pair_sql(form, n) is the statement that
--- runs a form, whichever of the two it is.
+-- runs a form, whichever of the two it is.  The keyed forms (tenants, 1.2)
+-- name the key 'k'.
 CREATE FUNCTION pair_ns(form text, n int) RETURNS float8 LANGUAGE plpgsql AS $$
 DECLARE
     t0 timestamptz;
@@ -23,6 +24,11 @@ BEGIN
             PERFORM bulkhead_acquire('bench');
             PERFORM bulkhead_release('bench');
         END LOOP;
+    ELSIF form = 'bulkhead session keyed, PERFORM' THEN
+        FOR i IN 1..n LOOP
+            PERFORM bulkhead_acquire('bench', NULL, 'k');
+            PERFORM bulkhead_release('bench');
+        END LOOP;
     ELSIF form = 'advisory try, expression' THEN
         FOR i IN 1..n LOOP
             b := pg_try_advisory_lock(1);
@@ -31,6 +37,11 @@ BEGIN
     ELSIF form = 'bulkhead try, expression' THEN
         FOR i IN 1..n LOOP
             b := bulkhead_try_acquire('bench');
+            b := bulkhead_release('bench') IS NULL;
+        END LOOP;
+    ELSIF form = 'bulkhead try keyed, expression' THEN
+        FOR i IN 1..n LOOP
+            b := bulkhead_try_acquire('bench', '0', 'k');
             b := bulkhead_release('bench') IS NULL;
         END LOOP;
     ELSE
@@ -60,6 +71,11 @@ BEGIN
             PERFORM bulkhead_acquire_xact('bench');
             COMMIT;
         END LOOP;
+    ELSIF form = 'bulkhead xact keyed, PERFORM + COMMIT' THEN
+        FOR i IN 1..n LOOP
+            PERFORM bulkhead_acquire_xact('bench', NULL, 'k');
+            COMMIT;
+        END LOOP;
     ELSIF form = 'advisory try xact, expression + COMMIT' THEN
         FOR i IN 1..n LOOP
             b := pg_try_advisory_xact_lock(1);
@@ -68,6 +84,11 @@ BEGIN
     ELSIF form = 'bulkhead try xact, expression + COMMIT' THEN
         FOR i IN 1..n LOOP
             b := bulkhead_try_acquire_xact('bench');
+            COMMIT;
+        END LOOP;
+    ELSIF form = 'bulkhead try xact keyed, expression + COMMIT' THEN
+        FOR i IN 1..n LOOP
+            b := bulkhead_try_acquire_xact('bench', '0', 'k');
             COMMIT;
         END LOOP;
     ELSE

@@ -1,0 +1,261 @@
+#!/usr/bin/env bash
+# test/bench/tenants.sh: tenants (keys) inside one workload.  One workload
+# "shop" of PERMITS permits (default 2), reached by transparent admission:
+# the role "app" has bulkhead.workload = 'shop', so every transaction of
+# its sessions takes a permit.  The tenants are pgbench's tpcb-like
+# (-M simple, scale 1) as that role:
+#   noisy    64 clients, one pgbench
+#   quiet    8 tenants of 1 client each, one pgbench per tenant
+# Each tenant names itself at connection start, as an application would:
+# PGOPTIONS='-c bulkhead.key=quiet-3' (bulkhead.key is user-settable).
+# Series, alternating, ROUNDS rounds of SECONDS each:
+#   fifo     noisy and quiet, no key (the workload's queue in arrival order)
+#   keys     noisy and quiet, each tenant its key: the least served key
+#            first, FIFO within a key
+#   cap      the same with max_running_per_key = 1 (one tenant holds at
+#            most one of the permits)
+#   alone    the quiet tenants with their keys, the noisy tenant absent
+#            (the baseline)
+# The noisy clients start first; the quiet ones once all 64 are connected
+# (a storm of 64 connections distorts the quiet tenants' latency).  Each
+# quiet tenant's p99 comes from its pgbench's latency log.  The noisy
+# tenant's throughput is counted over the quiet tenants' window only (the
+# noisy pgbench runs a few seconds longer, connecting before and draining
+# after): the workload's grants over the window (bulkhead_stats.acquired,
+# one per transaction), less the quiet tenants' transactions, per second.
+#
+# The throughput that is left: what the workload serves with noisy and
+# quiet all in one FIFO queue (the fifo series' total TPS: its capacity
+# under this load) less what the quiet tenants take in the series at hand.
+# Keys should give the quiet tenants what they ask for, and the noisy
+# tenant the rest: its TPS in the keys series against that remainder.
+# Targets (issue 22): with keys, each quiet tenant's p99 ≤ 1.5× its p99
+# with the noisy tenant absent, and the noisy tenant ≥ 0.9× the throughput
+# that is left.  Each figure is the median of the rounds.
+#
+#   bash test/bench/tenants.sh [SECONDS [ROUNDS [PERMITS]]]   (as root;
+#                                        default 20 3 2, about 6 minutes)
+#   BENCH_QUICK=1 bash test/bench/tenants.sh     smoke run (figures meaningless)
+#
+# The server runs on CPU 0 and every pgbench on CPU 1 (cluster.sh).
+set -euo pipefail
+# shellcheck source=common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+if bench_quick; then SECS=${1:-1}; ROUNDS=${2:-1}; else SECS=${1:-20}; ROUNDS=${2:-3}; fi
+PERMITS=${3:-2}
+case $SECS$ROUNDS$PERMITS in *[!0-9]*|'') bh_die "usage: bash test/bench/tenants.sh [SECONDS [ROUNDS [PERMITS]]]" ;; esac
+NOISY_CLIENTS=64
+QUIET=8
+# the noisy pgbench runs this many seconds longer than the quiet ones: it
+# connects before them (64 connections take a second or more on a busy
+# machine), and must still run when they end (a pgbench of one client takes
+# a second or two beyond its -T to start and to end)
+NOISY_EXTRA=10
+# a smoke run: 16 noisy clients; transactions, not seconds (bench_run_length)
+NOISY_XACTS=$BENCH_QUICK_XACTS QUIET_XACTS=$BENCH_QUICK_XACTS
+if bench_quick; then NOISY_CLIENTS=16 NOISY_XACTS=256 QUIET_XACTS=32; fi
+SERIES=(fifo keys cap alone)
+
+load_start=$(awk '{ print $1, $2, $3 }' /proc/loadavg)
+bench_prepare
+bench_cluster_start "max_connections = $((NOISY_CLIENTS + QUIET + 20))"
+bench_progress "pgbench -i -s 1"
+runuser -u postgres -- "$BH_BINDIR/pgbench" -i -q -s 1 -h "$BENCH_DIR" -p "$BENCH_PORT" postgres >/dev/null 2>&1 ||
+    bh_die "pgbench -i failed"
+bench_psql <<SQL
+INSERT INTO bulkhead_workload (name, max_running, max_queued, queue_timeout)
+VALUES ('shop', $PERMITS, 1000, '60s');
+CREATE ROLE app LOGIN;
+ALTER ROLE app SET bulkhead.workload = 'shop';
+GRANT ALL ON pgbench_accounts, pgbench_branches, pgbench_tellers, pgbench_history TO app;
+SQL
+bench_wait_loaded shop
+
+# set_cap N|NULL: the workload's max_running_per_key, once the worker has
+# loaded it (max_queued changes with it, 1000 for NULL and 1001 else, so
+# that the load shows in bulkhead_stats)
+set_cap() {
+    local q=1000
+    [ "$1" = NULL ] || q=1001
+    bench_psql -c "UPDATE bulkhead_workload SET max_running_per_key = $1, max_queued = $q WHERE name = 'shop'" >/dev/null
+    for _ in $(seq 200); do
+        [ "$(bench_psql -tAc "SELECT max_queued FROM bulkhead_stats WHERE workload = 'shop'")" = "$q" ] && return
+        sleep 0.05
+    done
+    bh_die "max_running_per_key = $1 was not loaded"
+}
+
+# tenant_pgbench NAME KEYED CLIENTS XACTS SECONDS: one tenant's pgbench as
+# the role app, application_name NAME, and bulkhead.key NAME if KEYED is 1;
+# prints bench_pgbench's "TPS P99_MS FAILED"
+tenant_pgbench() {
+    local name=$1 keyed=$2 clients=$3 xacts=$4 secs=$5 opts=
+    [ "$keyed" = 0 ] || opts="-c bulkhead.key=$name"
+    PGOPTIONS=$opts PGAPPNAME=$name BENCH_QUICK_XACTS=$xacts \
+        bench_pgbench -M simple -U app -c "$clients" -j "$((clients < 2 ? 1 : 2))" -T "$secs" -b tpcb-like
+}
+
+# run SERIES: one run; prints
+#   NOISY_TPS QUIET_TPS FAILED KEYS P99_1 ... P99_QUIET
+# NOISY_TPS "-" when the noisy tenant is absent; KEYS what bulkhead_keys
+# showed half-way through ("-" if nothing)
+run() {
+    local series=$1 keyed=1 noisy=1 i pid_noisy="" s0 s1 quiet_tps=0 failed=0 tps p99 f keys
+    local -a pids=() p99s=()
+    case $series in
+        fifo) keyed=0 ;;
+        alone) noisy=0 ;;
+    esac
+    if [ "$series" = cap ]; then set_cap 1; else set_cap NULL; fi
+    bench_tpcb_reset
+    if [ $noisy = 1 ]; then
+        tenant_pgbench noisy "$keyed" "$NOISY_CLIENTS" "$NOISY_XACTS" "$((SECS + NOISY_EXTRA))" >"$BENCH_DIR/noisy.out" &
+        pid_noisy=$!
+        for i in $(seq 400); do
+            [ "$(bench_psql -tAc "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'noisy'")" -ge "$NOISY_CLIENTS" ] && break
+            sleep 0.05
+        done
+        [ "$i" -lt 400 ] || bh_die "$series: the $NOISY_CLIENTS noisy clients did not connect within 20 s"
+    fi
+    # the window: from before the quiet tenants start to after they end
+    s0=$(bench_psql -tAc "SELECT acquired, extract(epoch FROM clock_timestamp()) FROM bulkhead_stats WHERE workload = 'shop'")
+    for ((i = 1; i <= QUIET; i++)); do
+        tenant_pgbench "quiet-$i" "$keyed" 1 "$QUIET_XACTS" "$SECS" >"$BENCH_DIR/quiet-$i.out" &
+        pids+=($!)
+    done
+    if bench_quick; then sleep 0.2; else sleep "$((SECS / 2))"; fi
+    keys=$(bench_psql -tAc "SELECT coalesce(string_agg(format('%s %s/%s', key, running, queued), ', ' ORDER BY key), '-')
+                            FROM bulkhead_keys WHERE workload = 'shop'")
+    for ((i = 1; i <= QUIET; i++)); do
+        wait "${pids[i - 1]}" || bh_die "$series: the pgbench of quiet-$i failed"
+    done
+    s1=$(bench_psql -tAc "SELECT acquired, extract(epoch FROM clock_timestamp()) FROM bulkhead_stats WHERE workload = 'shop'")
+    if [ $noisy = 1 ] && ! bench_quick &&
+        [ "$(bench_psql -tAc "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'noisy'")" -lt "$NOISY_CLIENTS" ]; then
+        bh_die "$series: the noisy tenant ended before the quiet ones (it connected too slowly: raise NOISY_EXTRA)"
+    fi
+    if [ -n "$pid_noisy" ]; then wait "$pid_noisy" || bh_die "$series: the noisy pgbench failed"; fi
+    for ((i = 1; i <= QUIET; i++)); do
+        read -r tps p99 f <"$BENCH_DIR/quiet-$i.out"
+        quiet_tps=$((quiet_tps + tps)) failed=$((failed + f))
+        p99s+=("$p99")
+    done
+    if [ $noisy = 1 ]; then
+        read -r _ _ f <"$BENCH_DIR/noisy.out"
+        failed=$((failed + f))
+        # the grants over the window, less the quiet tenants' transactions
+        # (their TPS over the SECS they ran; in a smoke run, over the window)
+        tps=$(awk -v a="$s0" -v b="$s1" -v q="$quiet_tps" -v secs="$(bench_quick && echo 0 || echo "$SECS")" '
+            BEGIN { split(a, x, "|"); split(b, y, "|"); w = y[2] - x[2]
+                    n = (y[1] - x[1] - q * (secs > 0 ? secs : w)) / w; printf "%.0f", (n < 0 ? 0 : n) }')
+    else
+        tps=-
+    fi
+    echo "$tps $quiet_tps $failed ${keys// /_} ${p99s[*]}"
+}
+
+declare -A NOISY QUIET_TPS FAILS KEYS_SEEN QP99
+for s in "${SERIES[@]}"; do
+    NOISY[$s]="" QUIET_TPS[$s]="" FAILS[$s]=0 KEYS_SEEN[$s]=""
+    for ((i = 1; i <= QUIET; i++)); do QP99[$s/$i]=""; done
+done
+for ((r = 1; r <= ROUNDS; r++)); do
+    for s in "${SERIES[@]}"; do
+        out=$(run "$s") || exit 1
+        read -r nt qt f k rest <<<"$out"
+        read -r -a p <<<"$rest"
+        bench_progress "round $r/$ROUNDS, $s: noisy $nt TPS, quiet $qt TPS, quiet p99 ${p[*]} ms, $f failed"
+        NOISY[$s]+="$nt " QUIET_TPS[$s]+="$qt " FAILS[$s]=$((FAILS[$s] + f))
+        KEYS_SEEN[$s]=${k//_/ }
+        for ((i = 1; i <= QUIET; i++)); do QP99[$s/$i]+="${p[i - 1]} "; done
+    done
+done
+med() { if [[ $1 == -* ]]; then echo -; else bench_median <<<"$1"; fi; }
+declare -A worst total
+for s in "${SERIES[@]}"; do
+    NOISY[$s]=$(med "${NOISY[$s]}") QUIET_TPS[$s]=$(med "${QUIET_TPS[$s]}")
+    worst[$s]=0
+    for ((i = 1; i <= QUIET; i++)); do
+        QP99[$s/$i]=$(med "${QP99[$s/$i]}")
+        bench_at_least "${worst[$s]}" "${QP99[$s/$i]}" || worst[$s]=${QP99[$s/$i]}
+    done
+    total[$s]=$(awk -v a="${NOISY[$s]}" -v b="${QUIET_TPS[$s]}" 'BEGIN { printf "%.0f", (a == "-" ? 0 : a) + b }')
+done
+# the throughput that is left for the noisy tenant in series S: the fifo
+# series' total less what the quiet tenants take in S
+left() { awk -v t="${total[fifo]}" -v q="${QUIET_TPS[$1]}" 'BEGIN { printf "%.0f", t - q }'; }
+stats=$(bench_psql -tAc "SELECT format('acquired %s, rejected %s, timed out %s, peak_running %s, peak_queued %s', acquired, rejected_full, timed_out, peak_running, peak_queued)
+                         FROM bulkhead_stats WHERE workload = 'shop'")
+load_end=$(awk '{ print $1, $2, $3 }' /proc/loadavg)
+
+describe() {
+    case $1 in
+        fifo) echo "fifo: no keys, one queue in arrival order" ;;
+        keys) echo "keys: a key per tenant" ;;
+        cap) echo "cap: a key per tenant, max_running_per_key = 1" ;;
+        alone) echo "alone: the quiet tenants with their keys, no noisy tenant (baseline)" ;;
+    esac
+}
+bench_header "Tenants: one noisy tenant ($NOISY_CLIENTS clients) beside $QUIET quiet tenants (1 client each) in one workload, B = $PERMITS ($SECS s runs, median of $ROUNDS alternating rounds)"
+bench_settings
+echo
+echo "Command: \`bash test/bench/tenants.sh $SECS $ROUNDS $PERMITS\`. Clock source $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo unknown);" \
+     "load average (1, 5, 15 min) $load_start at the start, $load_end at the end" \
+     "(the machine is shared: a load well above 2 at the start means other work ran beside the benchmark)."
+echo "Every tenant runs \`pgbench -M simple -b tpcb-like\` (scale 1) as the role app, whose \`bulkhead.workload = 'shop'\` (transparent admission: a permit per transaction)," \
+     "and names itself at connection start with \`PGOPTIONS='-c bulkhead.key=NAME'\` (not in the fifo series): the noisy tenant one pgbench of $NOISY_CLIENTS clients (\`-j 2\`), each quiet tenant a pgbench of 1 client; all on CPU 1." \
+     "The noisy clients connect first, the quiet tenants start once all are in. Queue of 1000, queue_timeout 60 s: nothing is refused."
+echo "The quiet tenants' TPS and p99 come from their pgbench runs; the noisy tenant's TPS is counted over the quiet tenants' window: the workload's grants (\`bulkhead_stats.acquired\`) less the quiet tenants' transactions, per second."
+echo "**The throughput that is left** for the noisy tenant in a series: the fifo series' total TPS (noisy and quiet in one queue: what the workload serves under this load)" \
+     "less the quiet tenants' TPS in that series. Keys should give the quiet tenants what they ask for and leave the noisy tenant the rest."
+echo
+echo "| series | noisy TPS | quiet TPS (8 tenants) | total TPS | left for noisy | noisy / left | quiet p99 ms, worst tenant | failed | keys in use half-way (running/queued) |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---|"
+for s in "${SERIES[@]}"; do
+    if [ "$s" = alone ]; then l=- nl=-; else l=$(left "$s") nl=$(bench_ratio "${NOISY[$s]}" "$l"); fi
+    echo "| $(describe "$s") | ${NOISY[$s]} | ${QUIET_TPS[$s]} | ${total[$s]} | $l | $nl | ${worst[$s]} | ${FAILS[$s]} | ${KEYS_SEEN[$s]} |"
+done
+echo
+echo "Each quiet tenant's p99 (ms), and against its p99 with the noisy tenant absent:"
+echo
+printf '| series |'; for ((i = 1; i <= QUIET; i++)); do printf ' quiet-%d |' "$i"; done; echo
+printf '|---|'; for ((i = 1; i <= QUIET; i++)); do printf -- '---:|'; done; echo
+for s in "${SERIES[@]}"; do
+    printf '| %s |' "$s"
+    for ((i = 1; i <= QUIET; i++)); do
+        if [ "$s" = alone ]; then printf ' %s |' "${QP99[$s/$i]}"
+        else printf ' %s (%s×) |' "${QP99[$s/$i]}" "$(bench_ratio "${QP99[$s/$i]}" "${QP99[alone/$i]}")"; fi
+    done
+    echo
+done
+echo
+echo "bulkhead_stats of the workload over all the runs: $stats."
+echo
+# ratio_worst SERIES: the highest of the quiet tenants' p99 ratios to alone
+ratio_worst() {
+    local i r w=0
+    for ((i = 1; i <= QUIET; i++)); do
+        r=$(bench_ratio "${QP99[$1/$i]}" "${QP99[alone/$i]}")
+        bench_at_least "$w" "$r" || w=$r
+    done
+    echo "$w"
+}
+r=$(ratio_worst keys)
+bench_at_least 1.5 "$r" && met=0 || met=1
+bench_target "with keys, each quiet tenant's p99 ≤ 1.5× its p99 with the noisy tenant absent (at worst ${r}×; worst tenant ${worst[keys]} ms against ${worst[alone]} ms alone)" "$met"
+r=$(bench_ratio "${NOISY[keys]}" "$(left keys)")
+# (met when nothing is left, too: the quiet tenants took it all, the total kept)
+bench_at_least "${NOISY[keys]}" "$(awk -v l="$(left keys)" 'BEGIN { print 0.9 * l }')" && met=0 || met=1
+bench_target "with keys, the noisy tenant ≥ 0.9× the throughput that is left (${NOISY[keys]} TPS against ${total[fifo]} − ${QUIET_TPS[keys]} = $(left keys), ${r}×)" "$met"
+echo "- without keys (fifo), the quiet tenants' p99 is at worst $(ratio_worst fifo)× alone's (worst tenant ${worst[fifo]} ms); they get ${QUIET_TPS[fifo]} TPS against ${QUIET_TPS[alone]} alone"
+echo "- with keys, the quiet tenants get ${QUIET_TPS[keys]} TPS ($(bench_ratio "${QUIET_TPS[keys]}" "${QUIET_TPS[alone]}")× alone's); the total is $(bench_ratio "${total[keys]}" "${total[fifo]}")× fifo's"
+echo "- with max_running_per_key = 1, the quiet tenants' p99 is at worst $(ratio_worst cap)× alone's (worst tenant ${worst[cap]} ms), they get ${QUIET_TPS[cap]} TPS;" \
+     "the noisy tenant, held to one permit of $PERMITS, gets ${NOISY[cap]} TPS, $(bench_ratio "${NOISY[cap]}" "$(left cap)")× what is left; the total is $(bench_ratio "${total[cap]}" "${total[fifo]}")× fifo's"
+share() { awk -v n="${NOISY[$1]}" -v t="${total[$1]}" 'BEGIN { printf "%.1f%%", (t > 0 ? 100 * n / t : 0) }'; }
+echo "- the noisy tenant's share of the workload's transactions: $(share fifo) without keys, $(share keys) with keys, $(share cap) with the cap;" \
+     "with $((QUIET + 1)) keys of equal weight, all waiting, least served first would give it at least 1/$((QUIET + 1)) of the permit-time" \
+     "($(awk -v n="$QUIET" 'BEGIN { printf "%.1f%%", 100 / (n + 1) }'); more when a quiet tenant is between two transactions)"
+failed=0
+for s in "${SERIES[@]}"; do failed=$((failed + FAILS[$s])); done
+bench_target "no failed transaction ($failed failed)" "$([ "$failed" = 0 ] && echo 0 || echo 1)"
