@@ -25,7 +25,8 @@
  * head waiter.  A group that becomes active (a new key, or nokey after it
  * was idle) starts at the least service of the active groups, or when none
  * is active at key_floor (the service of the last group to go idle), so no
- * credit is banked while idle.  So a key that arrives beside one with
+ * credit is banked while idle; a new key's arrival counts as its last grant
+ * for the ties, so a group that waited before it goes first.  So a key that arrives beside one with
  * hundreds queued is served at the next grant: it starts level with the
  * busy key, which has been accruing service since.
  *
@@ -272,6 +273,17 @@ bulkhead_keys_create(BulkheadSlot *slot, int slotno, const char *name,
 	entry_list_init(&key->group.waiters);
 	key->group.service = least_active(slot, NULL, now);
 	key->group.served_at = now;
+
+	/*
+	 * A key never granted counts its arrival as its last grant, for the
+	 * ties: it starts level with the least served group in use, and that
+	 * group, if it waits, holds nothing, so its service stays put.  Were a
+	 * new key "never granted", it would win that tie, and so would the
+	 * next new key, and the next: a stream of new keys would starve a
+	 * group that waited before them (a repeat tenant, the callers without
+	 * a key).
+	 */
+	key->group.granted_at = now;
 	key->next = slot->first_key;
 	slot->first_key = k;
 	return k;

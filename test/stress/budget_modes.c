@@ -684,7 +684,8 @@ invalid_change(uint64_t *rs, const Cfg *cur, char *sql, size_t len, const char *
 				if (!is_budget(w))
 					return NULL;
 				sum = child_reserved_sum(cur, w, -1);
-				if (sum == 0)
+				/* sum - 1 = 0 would pause the budget, which is allowed */
+				if (sum <= 1)
 					return NULL;
 				snprintf(sql, len, "UPDATE bulkhead_workload SET max_running = %d WHERE name = '%s'",
 						 sum - 1, wname[w]);
