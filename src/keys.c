@@ -32,8 +32,15 @@
  *
  * The table.  shared->keys has bulkhead.max_keys entries for all workloads;
  * a key takes one from the free list when it becomes active and gives it
- * back as soon as it has nothing held or waiting, so memory is bounded by
- * the keys in use at once, never by the keys seen over time.  A key is
+ * back once it has nothing held or waiting, so memory is bounded by the
+ * keys in use at once, never by the keys seen over time.  A key that goes
+ * idle having held more permit-time than the least served active group
+ * keeps its entry (idle, not listed in bulkhead_keys) until that debt is
+ * paid (the others catch up) or no group of its workload is active; a new
+ * key of the same workload takes it over when the table is full.  Without
+ * that, a tenant whose key goes idle between its transactions (one client,
+ * back to back) would come back "least served" at each, ahead of a tenant
+ * with a standing queue, for ever.  A key is
  * found by walking its workload's keys in use, comparing a hash first: a
  * keyed acquire and each grant of a keyed workload cost O(keys in use in
  * that workload), which the choice of the least served needs anyway.
@@ -121,10 +128,13 @@ accumulate(BulkheadKeyGroup *g, TimestampTz now)
 		g->served_at = now;
 }
 
-/* The least service of slot's active groups but except; key_floor if none */
+/*
+ * The least service of slot's active groups but except; key_floor if none
+ * (then *any, if given, is false)
+ */
 static double
-least_active(const BulkheadSlot *slot, const BulkheadKeyGroup *except,
-			 TimestampTz now)
+least_active_any(const BulkheadSlot *slot, const BulkheadKeyGroup *except,
+				 TimestampTz now, bool *any)
 {
 	bool		found = false;
 	double		least = 0;
@@ -147,7 +157,16 @@ least_active(const BulkheadSlot *slot, const BulkheadKeyGroup *except,
 			least = service;
 		found = true;
 	}
+	if (any != NULL)
+		*any = found;
 	return found ? least : slot->key_floor;
+}
+
+static inline double
+least_active(const BulkheadSlot *slot, const BulkheadKeyGroup *except,
+			 TimestampTz now)
+{
+	return least_active_any(slot, except, now, NULL);
 }
 
 /* A group becomes active: no credit for the time it was idle */
@@ -193,9 +212,21 @@ enter_keyed(BulkheadSlot *slot, TimestampTz now)
 	slot->keyed = true;
 }
 
-/* Give key k of slot, idle, back to the free list */
+/* A key of slot kept idle for its debt, or -1 */
+static int32
+idle_key(const BulkheadSlot *slot)
+{
+	int32		k;
+
+	for (k = slot->first_key; k >= 0; k = bulkhead_key_at(k)->next)
+		if (group_idle(&bulkhead_key_at(k)->group))
+			return k;
+	return -1;
+}
+
+/* Take key k of slot, idle, out of slot's keys */
 static void
-free_key(BulkheadSlot *slot, int32 k)
+unlink_key(BulkheadSlot *slot, int32 k)
 {
 	BulkheadKey *key = bulkhead_key_at(k);
 	int32	   *link;
@@ -211,6 +242,15 @@ free_key(BulkheadSlot *slot, int32 k)
 	}
 	key->workload = -1;
 	key->name[0] = '\0';
+}
+
+/* Give key k of slot, idle, back to the free list */
+static void
+free_key(BulkheadSlot *slot, int32 k)
+{
+	BulkheadKey *key = bulkhead_key_at(k);
+
+	unlink_key(slot, k);
 	SpinLockAcquire(&bulkhead_shared->key_free_lock);
 	key->next = bulkhead_shared->key_free;
 	bulkhead_shared->key_free = k;
@@ -219,6 +259,48 @@ free_key(BulkheadSlot *slot, int32 k)
 	/* the last key gone: the slot costs what an unkeyed one does again */
 	if (slot->first_key < 0)
 		slot->keyed = false;
+}
+
+/*
+ * Has idle group g held more permit-time than the least served active
+ * group of slot?  A key that goes idle with such a debt is kept (idle,
+ * out of bulkhead_keys) until the others catch up: freed at once, it
+ * would come back at the least served group's level, and a tenant whose
+ * every transaction finds its key gone (one client, back to back) would be
+ * "least served" at each, ahead of a tenant with a standing queue.
+ */
+static bool
+key_has_debt(const BulkheadSlot *slot, const BulkheadKeyGroup *g,
+			 TimestampTz now)
+{
+	bool		any;
+	double		least = least_active_any(slot, g, now, &any);
+
+	return any && g->service > least;
+}
+
+/*
+ * Free the idle keys of slot kept for their debt once it is paid (the
+ * least served active group has caught up), and all of them once no group
+ * of slot is active (then no one owes anyone: a group that comes back
+ * starts level with the first to return, as budgets' children do).
+ */
+static void
+forget_paid_debts(BulkheadSlot *slot, TimestampTz now)
+{
+	bool		any;
+	double		least = least_active_any(slot, NULL, now, &any);
+	int32		k;
+	int32		next;
+
+	for (k = slot->first_key; k >= 0; k = next)
+	{
+		BulkheadKeyGroup *g = &bulkhead_key_at(k)->group;
+
+		next = bulkhead_key_at(k)->next;	/* read before it is freed */
+		if (group_idle(g) && (!any || g->service <= least))
+			free_key(slot, k);
+	}
 }
 
 uint32
@@ -261,7 +343,13 @@ bulkhead_keys_create(BulkheadSlot *slot, int slotno, const char *name,
 		bulkhead_shared->key_free = bulkhead_key_at(k)->next;
 	SpinLockRelease(&bulkhead_shared->key_free_lock);
 	if (k < 0)
-		return BULKHEAD_NO_KEY;
+	{
+		/* the table is full: a key of this slot kept for its debt gives way */
+		k = idle_key(slot);
+		if (k < 0)
+			return BULKHEAD_NO_KEY;
+		unlink_key(slot, k);
+	}
 
 	if (!slot->keyed)
 		enter_keyed(slot, now);
@@ -314,8 +402,12 @@ bulkhead_keys_link(BulkheadSlot *slot, BulkheadEntry *entry, int32 k,
 		g->queued++;
 		group_push(g, entry_index(entry));
 	}
-	/* a key is activated when created; nokey when it comes back */
-	if (was_idle && k == BULKHEAD_NO_KEY)
+	/*
+	 * A group coming back (nokey, or a key kept idle with its debt) is
+	 * raised to the least served active group, never lowered; a new key
+	 * was placed when created.
+	 */
+	if (was_idle)
 		activate(slot, g, now);
 }
 
@@ -341,12 +433,14 @@ bulkhead_keys_unlink(BulkheadSlot *slot, BulkheadEntry *entry,
 	else
 		g->running--;
 	link_of(e)->key = BULKHEAD_NO_KEY;
-	if (!group_idle(g))
-		return;
-	if (k != BULKHEAD_NO_KEY)
-		free_key(slot, k);
-	else
-		went_idle(slot, g);
+	if (group_idle(g))
+	{
+		if (k == BULKHEAD_NO_KEY)
+			went_idle(slot, g);
+		else if (!key_has_debt(slot, g, now))
+			free_key(slot, k);
+	}
+	forget_paid_debts(slot, now);
 }
 
 /* Is group a served before group b (both waiting, under their caps)? */

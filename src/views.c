@@ -393,6 +393,9 @@ bulkhead_keys(PG_FUNCTION_ARGS)
 		{
 			const BulkheadKey *key = bulkhead_key_at(k);
 
+			/* a key kept idle for its debt (keys.c) is not in use */
+			if (key->group.running == 0 && key->group.queued == 0)
+				continue;
 			strlcpy(rows[n].key, key->name, sizeof(rows[n].key));
 			rows[n].running = key->group.running;
 			rows[n].queued = key->group.queued;
