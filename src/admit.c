@@ -99,9 +99,10 @@ admit_in_tree(BulkheadSlot *slot, int slotno, BulkheadEntry *entry,
 static pg_noinline BulkheadAdmit
 admit_keyed(BulkheadSlot *slot, int slotno, BulkheadEntry *entry,
 			BulkheadScope scope, const BulkheadConfig *config, int limit,
-			int64 timeout_us, const char *key, uint32 hash, TimestampTz now)
+			int64 timeout_us, const char *key, TimestampTz now)
 {
 	bool		in_tree = bulkhead_in_tree(slot);
+	uint32		hash = key != NULL ? bulkhead_key_hash(key) : 0;
 	int32		k = BULKHEAD_NO_KEY;
 	bool		grant;
 
@@ -170,7 +171,7 @@ BulkheadAdmit
 bulkhead_admit(BulkheadSlot *slot, int slotno, BulkheadEntry *entry,
 			   BulkheadScope scope, const BulkheadConfig *config, int limit,
 			   int64 timeout_us, bool roles_checked, const char *key,
-			   uint32 key_hash, TimestampTz now)
+			   TimestampTz now)
 {
 	if (unlikely(bulkhead_in_tree(slot)))
 	{
@@ -180,7 +181,7 @@ bulkhead_admit(BulkheadSlot *slot, int slotno, BulkheadEntry *entry,
 			return BULKHEAD_ADMIT_CHECK_ROLES;
 		if (key != NULL || slot->keyed)
 			return admit_keyed(slot, slotno, entry, scope, config, limit,
-							   timeout_us, key, key_hash, now);
+							   timeout_us, key, now);
 		return admit_in_tree(slot, slotno, entry, scope, config, limit,
 							 timeout_us, now);
 	}
@@ -188,7 +189,7 @@ bulkhead_admit(BulkheadSlot *slot, int slotno, BulkheadEntry *entry,
 		return BULKHEAD_ADMIT_CHECK_ROLES;
 	if (unlikely((key != NULL) | slot->keyed))
 		return admit_keyed(slot, slotno, entry, scope, config, limit,
-						   timeout_us, key, key_hash, now);
+						   timeout_us, key, now);
 	if (full(slot, config, limit))
 		return BULKHEAD_ADMIT_FULL;
 	/* shadow mode grants at once */

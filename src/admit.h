@@ -28,7 +28,6 @@ extern BulkheadAdmit bulkhead_admit(BulkheadSlot *slot, int slotno,
 									BulkheadEntry *entry, BulkheadScope scope,
 									const BulkheadConfig *config, int limit,
 									int64 timeout_us, bool roles_checked,
-									const char *key, uint32 key_hash,
-									TimestampTz now);
+									const char *key, TimestampTz now);
 
 #endif							/* BULKHEAD_ADMIT_H */

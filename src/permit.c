@@ -394,8 +394,8 @@ wait_for_permit(BulkheadSlot *slot, int slotno, int li, BulkheadScope scope,
  * an unknown workload, before anything changed.
  */
 static BulkheadAdmit
-admit(const char *name, const char *key, uint32 key_hash,
-	  BulkheadScope scope, int64 *timeout_us,
+admit(const char *name, const char *key, BulkheadScope scope,
+	  int64 *timeout_us,
 	  bool use_default_timeout, bool roles_checked, int *slotno, int *li,
 	  BulkheadConfig *config, int *limit, TimestampTz *now)
 {
@@ -429,19 +429,20 @@ admit(const char *name, const char *key, uint32 key_hash,
 	if (config->nroles > 0 && !roles_checked)
 		memcpy(config->roles, slot->config.roles,
 			   sizeof(config->roles[0]) * config->nroles);
-	config->max_queued_per_key = slot->config.max_queued_per_key;	/* for 53B01 */
 	if (use_default_timeout)
 		*timeout_us = config->queue_timeout_us;
 	*limit = slot->current_limit;
 	outcome = bulkhead_admit(slot, *slotno, bulkhead_my_entry(*li), scope,
 							 config, *limit, *timeout_us, roles_checked,
-							 key, key_hash, *now);
+							 key, *now);
 	if (outcome == BULKHEAD_ADMIT_GRANTED)
 		bulkhead_local_record_grant(*li, slot, *slotno, scope);
 	else if (outcome == BULKHEAD_ADMIT_QUEUED)
 		bulkhead_set_wait_index(*li, *slotno);
 	else if (outcome == BULKHEAD_ADMIT_BUDGET)
 		note_children(slot);
+	else if (outcome == BULKHEAD_ADMIT_KEY_FULL)
+		config->max_queued_per_key = slot->config.max_queued_per_key;	/* 53B01 */
 	LWLockRelease(slot->lock);
 	return outcome;
 }
@@ -469,7 +470,6 @@ bulkhead_acquire_permit(const char *name, const char *key, int64 timeout_us,
 						bool use_default_timeout, BulkheadScope scope,
 						bool try_only, bool *snapshot_given_up)
 {
-	uint32		key_hash = key != NULL ? bulkhead_key_hash(key) : 0;
 	BulkheadConfig config;
 	BulkheadAdmit outcome;
 	TimestampTz now;
@@ -482,8 +482,7 @@ bulkhead_acquire_permit(const char *name, const char *key, int64 timeout_us,
 
 	for (;;)
 	{
-		outcome = admit(name, key, key_hash, scope, &timeout_us,
-						use_default_timeout,
+		outcome = admit(name, key, scope, &timeout_us, use_default_timeout,
 						roles_checked, &slotno, &li, &config, &limit, &now);
 		if (outcome != BULKHEAD_ADMIT_CHECK_ROLES)
 			break;

@@ -5,7 +5,10 @@
 # its sessions takes a permit.  The tenants are pgbench's tpcb-like
 # (-M simple, scale 1) as that role:
 #   noisy    64 clients, one pgbench
-#   quiet    8 tenants of 1 client each, one pgbench per tenant
+#   quiet    8 tenants of 1 client each, one pgbench per tenant, each at
+#            most QUIET_RATE transactions per second (pgbench -R; default
+#            25: quiet tenants ask for a small part of what the workload
+#            serves; QUIET_RATE=0: back to back, as fast as they can)
 # Each tenant names itself at connection start, as an application would:
 # PGOPTIONS='-c bulkhead.key=quiet-3' (bulkhead.key is user-settable).
 # Series, alternating, ROUNDS rounds of SECONDS each:
@@ -52,6 +55,8 @@ set -euo pipefail
 
 if bench_quick; then SECS=${1:-1}; ROUNDS=${2:-1}; else SECS=${1:-20}; ROUNDS=${2:-3}; fi
 PERMITS=${3:-2}
+QUIET_RATE=${QUIET_RATE:-25}
+case $QUIET_RATE in *[!0-9]*|'') bh_die "QUIET_RATE must be a number of transactions per second" ;; esac
 case $SECS$ROUNDS$PERMITS in *[!0-9]*|'') bh_die "usage: bash test/bench/tenants.sh [SECONDS [ROUNDS [PERMITS]]]" ;; esac
 NOISY_CLIENTS=64
 QUIET=8
@@ -100,8 +105,11 @@ set_cap() {
 tenant_pgbench() {
     local name=$1 keyed=$2 clients=$3 xacts=$4 secs=$5 opts=
     [ "$keyed" = 0 ] || opts="-c bulkhead.key=$name"
+    local -a rate=()
+    # the quiet tenants (one client each) ask for at most QUIET_RATE TPS
+    if [ "$clients" = 1 ] && [ "$QUIET_RATE" -gt 0 ] && ! bench_quick; then rate=(-R "$QUIET_RATE"); fi
     PGOPTIONS=$opts PGAPPNAME=$name BENCH_QUICK_XACTS=$xacts \
-        bench_pgbench -M simple -U app -c "$clients" -j "$((clients < 2 ? 1 : 2))" -T "$secs" -b tpcb-like
+        bench_pgbench -M simple -U app -c "$clients" -j "$((clients < 2 ? 1 : 2))" -T "$secs" "${rate[@]}" -b tpcb-like
 }
 
 # run SERIES: one run; prints
@@ -212,7 +220,7 @@ echo "Command: \`bash test/bench/tenants.sh $SECS $ROUNDS $PERMITS\`. Clock sour
      "load average (1, 5, 15 min) $load_start at the start, $load_end at the end" \
      "(the machine is shared: a load well above 2 at the start means other work ran beside the benchmark)."
 echo "Every tenant runs \`pgbench -M simple -b tpcb-like\` (scale 1) as the role app, whose \`bulkhead.workload = 'shop'\` (transparent admission: a permit per transaction)," \
-     "and names itself at connection start with \`PGOPTIONS='-c bulkhead.key=NAME'\` (not in the fifo series): the noisy tenant one pgbench of $NOISY_CLIENTS clients (\`-j 2\`), each quiet tenant a pgbench of 1 client; all on CPU 1." \
+     "and names itself at connection start with \`PGOPTIONS='-c bulkhead.key=NAME'\` (not in the fifo series): the noisy tenant one pgbench of $NOISY_CLIENTS clients (\`-j 2\`), each quiet tenant a pgbench of 1 client at most $QUIET_RATE TPS (\`-R\`; 0: no limit); all on CPU 1." \
      "The noisy clients connect first, the quiet tenants start once all are in. Queue of 1000, queue_timeout 60 s: nothing is refused."
 echo "The quiet tenants' TPS and p99 come from their pgbench runs; the noisy tenant's TPS is counted over the quiet tenants' window: the workload's grants (\`bulkhead_stats.acquired\`) less the quiet tenants' transactions, per second."
 echo "**The throughput that is left** for the noisy tenant in a series: the fifo series' total TPS (noisy and quiet in one queue: what the workload serves under this load)" \
