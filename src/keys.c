@@ -36,8 +36,10 @@
  * keys in use at once, never by the keys seen over time.  A key that goes
  * idle having held more permit-time than the least served active group
  * keeps its entry (idle, not listed in bulkhead_keys) until that debt is
- * paid (the others catch up) or no group of its workload is active; a new
- * key of the same workload takes it over when the table is full.  Without
+ * paid (the others catch up) or no group of its workload is active; when
+ * the table is full, a new key of the same workload takes it over, and a
+ * new key of another workload has such keys of every workload freed
+ * (bulkhead_keys_drop_idle, permit.c) before it fails.  Without
  * that, a tenant whose key goes idle between its transactions (one client,
  * back to back) would come back "least served" at each, ahead of a tenant
  * with a standing queue, for ever.  A key is
@@ -50,8 +52,8 @@
  * key_free_lock, held for a push or a pop only (never with another).
  *
  * Called by slot.c (admission, grants, unlinking, moves), budget.c and
- * budget.h (the next waiter of a keyed leaf), views.c (reading); calls no
- * other module.
+ * budget.h (the next waiter of a keyed leaf), views.c (reading), permit.c
+ * (a full table: bulkhead_keys_drop_idle); calls no other module.
  *
  *-------------------------------------------------------------------------
  */
@@ -301,6 +303,33 @@ forget_paid_debts(BulkheadSlot *slot, TimestampTz now)
 		if (group_idle(g) && (!any || g->service <= least))
 			free_key(slot, k);
 	}
+}
+
+/*
+ * The key table is full: give back every key of slot kept idle for its
+ * debt, paid or not (the debt is forgotten, as when a new key of slot takes
+ * such an entry over).  Keys take entries of the table only while they hold
+ * or wait (DESIGN.md): a key kept for its debt must never be why a new key
+ * of another workload fails, nor keep its entry while its own workload has
+ * no unlink to free it (one long holder).  Returns how many were freed.
+ */
+int
+bulkhead_keys_drop_idle(BulkheadSlot *slot)
+{
+	int			freed = 0;
+	int32		k;
+	int32		next;
+
+	for (k = slot->first_key; k >= 0; k = next)
+	{
+		next = bulkhead_key_at(k)->next;	/* read before it is freed */
+		if (group_idle(&bulkhead_key_at(k)->group))
+		{
+			free_key(slot, k);
+			freed++;
+		}
+	}
+	return freed;
 }
 
 uint32

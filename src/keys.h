@@ -71,6 +71,7 @@ extern void bulkhead_keys_link(BulkheadSlot *slot, BulkheadEntry *entry,
 							   int32 k, bool granted, TimestampTz now);
 extern void bulkhead_keys_unlink(BulkheadSlot *slot, BulkheadEntry *entry,
 								 TimestampTz now);
+extern int	bulkhead_keys_drop_idle(BulkheadSlot *slot);
 extern BulkheadEntry *bulkhead_keys_next_waiter(const BulkheadSlot *slot,
 												TimestampTz now);
 extern void bulkhead_keys_granted(BulkheadSlot *slot, BulkheadEntry *entry,

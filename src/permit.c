@@ -448,6 +448,36 @@ admit(const char *name, const char *key, BulkheadScope scope,
 }
 
 /*
+ * The key table is full (53400): keys kept idle for their debts (keys.c),
+ * in every workload, give their entries back, so that 53400 means what it
+ * says: every entry is taken by a key holding or awaiting permits.  Called
+ * with no lock held; takes one slot lock at a time.  Returns how many keys
+ * were freed.
+ */
+static int
+free_idle_keys(void)
+{
+	int			freed = 0;
+	int			i;
+
+	for (i = 0; i < bulkhead_shared->nslots; i++)
+	{
+		BulkheadSlot *slot = &bulkhead_shared->slots[i];
+
+		/*
+		 * Read without the lock, a hint: a slot that is not keyed has no
+		 * key, and one keyed meanwhile has only keys in use.
+		 */
+		if (!slot->keyed)
+			continue;
+		bulkhead_slot_lock(slot, LW_EXCLUSIVE);
+		freed += bulkhead_keys_drop_idle(slot);
+		LWLockRelease(slot->lock);
+	}
+	return freed;
+}
+
+/*
  * Take a permit of workload name for this backend, as a caller of key (a
  * tenant; NULL: none, keys.c), waiting up to timeout_us
  * (or the workload's queue_timeout when use_default_timeout).
@@ -474,6 +504,7 @@ bulkhead_acquire_permit(const char *name, const char *key, int64 timeout_us,
 	BulkheadAdmit outcome;
 	TimestampTz now;
 	bool		roles_checked = false;
+	bool		keys_freed = false;
 	int			limit;
 	int			slotno;
 	int			li;
@@ -484,6 +515,14 @@ bulkhead_acquire_permit(const char *name, const char *key, int64 timeout_us,
 	{
 		outcome = admit(name, key, scope, &timeout_us, use_default_timeout,
 						roles_checked, &slotno, &li, &config, &limit, &now);
+		if (outcome == BULKHEAD_ADMIT_NO_KEY_ROOM && !keys_freed)
+		{
+			/* keys kept idle for their debts give way; then once more */
+			keys_freed = true;
+			if (free_idle_keys() > 0)
+				continue;
+			break;
+		}
 		if (outcome != BULKHEAD_ADMIT_CHECK_ROLES)
 			break;
 		if (!role_allowed(config.nroles, config.roles, scope))
