@@ -65,8 +65,8 @@ run() {    # run SERIES/CLIENTS: one pgbench run; prints "TPS P99_MS FAILED"
             ;;
     esac
     case $series in
-        *warm) bench_set_max_bypass tpcb "'$WARM'"; args+=(-U gated) ;;
-        *bh | bulkhead) bench_set_max_bypass tpcb NULL; args+=(-U gated) ;;
+        *warm) bench_set_column tpcb max_bypass "'$WARM'"; args+=(-U gated) ;;
+        *bh | bulkhead) bench_set_column tpcb max_bypass NULL; args+=(-U gated) ;;
     esac
     rm -f "$BENCH_DIR/clients"
     c0=$(bench_switches) x0=$(commits)

@@ -28,7 +28,7 @@ loop_script=$(printf '\\set x 1\nSELECT handoff_loop();\n' | bench_pgbench_scrip
 run() {
     local n=${1#*/} pgb in sample0 sample1 i
     # the order: fifo (max_bypass NULL) or warm (1 s)
-    if [ "${1%/*}" = fifo ]; then bench_set_max_bypass handoff NULL; else bench_set_max_bypass handoff "'1s'"; fi
+    if [ "${1%/*}" = fifo ]; then bench_set_column handoff max_bypass NULL; else bench_set_column handoff max_bypass "'1s'"; fi
     runuser -u postgres -- "$BH_BINDIR/pgbench" -n -h "$BENCH_DIR" -p "$BENCH_PORT" \
         -c "$n" -j 2 -t 1 -f "$loop_script" postgres >"$BENCH_DIR/handoff-$n.log" 2>&1 &
     pgb=$!

@@ -173,19 +173,19 @@ bench_alternate() {
 # bench_switches: the machine's context switches since boot (/proc/stat)
 bench_switches() { awk '$1 == "ctxt" { print $2 }' /proc/stat; }
 
-# bench_set_max_bypass WORKLOAD VALUE: the workload's max_bypass (an SQL
-# value: NULL, or '1s' with its quotes), once the worker has loaded it;
-# max_queued changes with it (1000 for NULL, 1001 else), so that the load
-# shows in bulkhead_stats
-bench_set_max_bypass() {
+# bench_set_column WORKLOAD COLUMN VALUE: the workload's COLUMN (of
+# bulkhead_workload) set to VALUE (an SQL value: NULL, 1, or '1s' with its
+# quotes), once the worker has loaded it; max_queued changes with it (1000
+# for NULL, 1001 else), so that the load shows in bulkhead_stats
+bench_set_column() {
     local q=1000
-    [ "$2" = NULL ] || q=1001
-    bench_psql -c "UPDATE bulkhead_workload SET max_bypass = $2, max_queued = $q WHERE name = '$1'" >/dev/null
+    [ "$3" = NULL ] || q=1001
+    bench_psql -c "UPDATE bulkhead_workload SET $2 = $3, max_queued = $q WHERE name = '$1'" >/dev/null
     for _ in $(seq 200); do
         [ "$(bench_psql -tAc "SELECT max_queued FROM bulkhead_stats WHERE workload = '$1'")" = "$q" ] && return
         sleep 0.05
     done
-    bh_die "max_bypass = $2 of workload $1 was not loaded"
+    bh_die "$2 = $3 of workload $1 was not loaded"
 }
 
 # bench_tpcb_setup SCALE PERMITS: pgbench's tables at SCALE; a workload

@@ -85,20 +85,6 @@ GRANT ALL ON pgbench_accounts, pgbench_branches, pgbench_tellers, pgbench_histor
 SQL
 bench_wait_loaded shop
 
-# set_cap N|NULL: the workload's max_running_per_key, once the worker has
-# loaded it (max_queued changes with it, 1000 for NULL and 1001 else, so
-# that the load shows in bulkhead_stats)
-set_cap() {
-    local q=1000
-    [ "$1" = NULL ] || q=1001
-    bench_psql -c "UPDATE bulkhead_workload SET max_running_per_key = $1, max_queued = $q WHERE name = 'shop'" >/dev/null
-    for _ in $(seq 200); do
-        [ "$(bench_psql -tAc "SELECT max_queued FROM bulkhead_stats WHERE workload = 'shop'")" = "$q" ] && return
-        sleep 0.05
-    done
-    bh_die "max_running_per_key = $1 was not loaded"
-}
-
 # tenant_pgbench NAME KEYED CLIENTS XACTS SECONDS: one tenant's pgbench as
 # the role app, application_name NAME, and bulkhead.key NAME if KEYED is 1;
 # prints bench_pgbench's "TPS P99_MS FAILED"
@@ -123,7 +109,7 @@ run() {
         fifo) keyed=0 ;;
         alone) noisy=0 ;;
     esac
-    if [ "$series" = cap ]; then set_cap 1; else set_cap NULL; fi
+    if [ "$series" = cap ]; then bench_set_column shop max_running_per_key 1; else bench_set_column shop max_running_per_key NULL; fi
     bench_tpcb_reset
     if [ $noisy = 1 ]; then
         tenant_pgbench noisy "$keyed" "$NOISY_CLIENTS" "$NOISY_XACTS" "$((SECS + NOISY_EXTRA))" >"$BENCH_DIR/noisy.out" &
