@@ -71,6 +71,13 @@ bench_run_length() {
     fi
 }
 
+# bench_p99: the 99th percentile (ms, one decimal) of the latencies on
+# stdin (microseconds, one a line); "nan" if there is none
+bench_p99() {
+    sort -n | awk '{ v[NR] = $1 }
+        END { if (NR == 0) print "nan"; else { i = int(NR * 0.99); if (i < NR * 0.99) i++; printf "%.1f", v[i] / 1000 } }'
+}
+
 # bench_pgbench ARGS...: one pgbench run against the cluster, as the postgres
 # OS user, with a per-transaction latency log.  Prints
 #   TPS P99_MS FAILED
@@ -112,8 +119,12 @@ bench_pgbench() {
     failed=$(awk '/^number of failed transactions: / { print $5 }' <<<"$out")
     aborted=$(grep -c 'aborted in command' <<<"$out" || true)
     # column 3 is the latency in microseconds ("failed" or "skipped" otherwise)
-    p99=$(cat "$logdir"/lat.* | awk '$3 ~ /^[0-9]+$/ { print $3 }' | sort -n |
-        awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else { i = int(NR * 0.99); if (i < NR * 0.99) i++; printf "%.1f", v[i] / 1000 } }')
+    p99=$(cat "$logdir"/lat.* | awk '$3 ~ /^[0-9]+$/ { print $3 }' | bench_p99)
+    # the latencies themselves (microseconds, one a line), appended to FILE
+    # for a caller that pools runs (BENCH_LATENCY_FILE=FILE)
+    if [ -n "${BENCH_LATENCY_FILE:-}" ]; then
+        cat "$logdir"/lat.* | awk '$3 ~ /^[0-9]+$/ { print $3 }' >>"$BENCH_LATENCY_FILE"
+    fi
     # fairness, for a caller that asks (BENCH_CLIENT_STATS=FILE): the
     # longest latency, the fewest transactions a client ended, and how
     # many clients ended none, appended to FILE as "MAX_MS MIN NONE"

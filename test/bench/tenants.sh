@@ -17,6 +17,11 @@
 #            first, FIFO within a key
 #   cap      the same with max_running_per_key = 1 (one tenant holds at
 #            most one of the permits)
+#   silo     the quiet tenants in a workload of their own ("quiet", PERMITS
+#            permits, as the role quietapp), the noisy tenant in "shop": the
+#            quiet tenants never wait for a permit of the noisy tenant's,
+#            but share the machine with it.  What no order of service in
+#            one workload can beat: the floor for keys
 #   alone    the quiet tenants with their keys, the noisy tenant absent
 #            (the baseline)
 # The noisy clients start first; the quiet ones once all 64 are connected
@@ -34,7 +39,9 @@
 # tenant the rest: its TPS in the keys series against that remainder.
 # Targets (issue 22): with keys, each quiet tenant's p99 ≤ 1.5× its p99
 # with the noisy tenant absent, and the noisy tenant ≥ 0.9× the throughput
-# that is left.  Each figure is the median of the rounds.
+# that is left.  Each throughput is the median of the rounds; each quiet
+# tenant's p99 is over all its transactions of all the rounds (its latency
+# logs pooled), and the spread of its rounds' p99 is printed beside it.
 #
 # Eight quiet tenants of one client each ask for more than B = 2 permits
 # can serve (alone, they keep the workload busy), so little or nothing may
@@ -68,7 +75,7 @@ NOISY_EXTRA=10
 # a smoke run: 16 noisy clients; transactions, not seconds (bench_run_length)
 NOISY_XACTS=$BENCH_QUICK_XACTS QUIET_XACTS=$BENCH_QUICK_XACTS
 if bench_quick; then NOISY_CLIENTS=16 NOISY_XACTS=256 QUIET_XACTS=32; fi
-SERIES=(fifo keys cap alone)
+SERIES=(fifo keys cap silo alone)
 
 load_start=$(awk '{ print $1, $2, $3 }' /proc/loadavg)
 bench_prepare
@@ -78,24 +85,27 @@ runuser -u postgres -- "$BH_BINDIR/pgbench" -i -q -s 1 -h "$BENCH_DIR" -p "$BENC
     bh_die "pgbench -i failed"
 bench_psql <<SQL
 INSERT INTO bulkhead_workload (name, max_running, max_queued, queue_timeout)
-VALUES ('shop', $PERMITS, 1000, '60s');
+VALUES ('shop', $PERMITS, 1000, '60s'), ('quiet', $PERMITS, 1000, '60s');
 CREATE ROLE app LOGIN;
 ALTER ROLE app SET bulkhead.workload = 'shop';
-GRANT ALL ON pgbench_accounts, pgbench_branches, pgbench_tellers, pgbench_history TO app;
+CREATE ROLE quietapp LOGIN;
+ALTER ROLE quietapp SET bulkhead.workload = 'quiet';
+GRANT ALL ON pgbench_accounts, pgbench_branches, pgbench_tellers, pgbench_history TO app, quietapp;
 SQL
 bench_wait_loaded shop
+bench_wait_loaded quiet
 
-# tenant_pgbench NAME KEYED CLIENTS XACTS SECONDS: one tenant's pgbench as
-# the role app, application_name NAME, and bulkhead.key NAME if KEYED is 1;
-# prints bench_pgbench's "TPS P99_MS FAILED"
+# tenant_pgbench NAME KEYED CLIENTS XACTS SECONDS [ROLE]: one tenant's
+# pgbench as ROLE (default app), application_name NAME, and bulkhead.key
+# NAME if KEYED is 1; prints bench_pgbench's "TPS P99_MS FAILED"
 tenant_pgbench() {
-    local name=$1 keyed=$2 clients=$3 xacts=$4 secs=$5 opts=
+    local name=$1 keyed=$2 clients=$3 xacts=$4 secs=$5 role=${6:-app} opts=
     [ "$keyed" = 0 ] || opts="-c bulkhead.key=$name"
     local -a rate=()
     # the quiet tenants (one client each) ask for at most QUIET_RATE TPS
     if [ "$clients" = 1 ] && [ "$QUIET_RATE" -gt 0 ] && ! bench_quick; then rate=(-R "$QUIET_RATE"); fi
     PGOPTIONS=$opts PGAPPNAME=$name BENCH_QUICK_XACTS=$xacts \
-        bench_pgbench -M simple -U app -c "$clients" -j "$((clients < 2 ? 1 : 2))" -T "$secs" "${rate[@]}" -b tpcb-like
+        bench_pgbench -M simple -U "$role" -c "$clients" -j "$((clients < 2 ? 1 : 2))" -T "$secs" "${rate[@]}" -b tpcb-like
 }
 
 # run SERIES: one run; prints
@@ -104,9 +114,11 @@ tenant_pgbench() {
 # showed half-way through ("-" if nothing)
 run() {
     local series=$1 keyed=1 noisy=1 i pid_noisy="" s0 s1 quiet_tps=0 failed=0 tps p99 f keys
+    local quiet_role=app quiet_in_shop=1
     local -a pids=() p99s=()
     case $series in
         fifo) keyed=0 ;;
+        silo) quiet_role=quietapp quiet_in_shop=0 ;;
         alone) noisy=0 ;;
     esac
     if [ "$series" = cap ]; then bench_set_column shop max_running_per_key 1; else bench_set_column shop max_running_per_key NULL; fi
@@ -123,7 +135,8 @@ run() {
     # the window: from before the quiet tenants start to after they end
     s0=$(bench_psql -tAc "SELECT acquired, extract(epoch FROM clock_timestamp()) FROM bulkhead_stats WHERE workload = 'shop'")
     for ((i = 1; i <= QUIET; i++)); do
-        tenant_pgbench "quiet-$i" "$keyed" 1 "$QUIET_XACTS" "$SECS" >"$BENCH_DIR/quiet-$i.out" &
+        BENCH_LATENCY_FILE="$BENCH_DIR/latency-$series-$i" \
+            tenant_pgbench "quiet-$i" "$keyed" 1 "$QUIET_XACTS" "$SECS" "$quiet_role" >"$BENCH_DIR/quiet-$i.out" &
         pids+=($!)
     done
     if bench_quick; then sleep 0.2; else sleep "$((SECS / 2))"; fi
@@ -148,7 +161,8 @@ run() {
         failed=$((failed + f))
         # the grants over the window, less the quiet tenants' transactions
         # (their TPS over the SECS they ran; in a smoke run, over the window)
-        tps=$(awk -v a="$s0" -v b="$s1" -v q="$quiet_tps" -v secs="$(bench_quick && echo 0 || echo "$SECS")" '
+        # if they took shop's permits
+        tps=$(awk -v a="$s0" -v b="$s1" -v q="$((quiet_tps * quiet_in_shop))" -v secs="$(bench_quick && echo 0 || echo "$SECS")" '
             BEGIN { split(a, x, "|"); split(b, y, "|"); w = y[2] - x[2]
                     n = (y[1] - x[1] - q * (secs > 0 ? secs : w)) / w; printf "%.0f", (n < 0 ? 0 : n) }')
     else
@@ -157,10 +171,14 @@ run() {
     echo "$tps $quiet_tps $failed ${keys// /_} ${p99s[*]}"
 }
 
-declare -A NOISY QUIET_TPS FAILS KEYS_SEEN QP99
+# QP99: each quiet tenant's p99 over all its transactions of all the
+# rounds of a series (the latency logs pooled: a round of SECS s gives a
+# tenant SECS × QUIET_RATE transactions, too few for a steady p99 of its
+# own); ROUND_P99: the p99 of each round, for the spread
+declare -A NOISY QUIET_TPS FAILS KEYS_SEEN QP99 ROUND_P99
 for s in "${SERIES[@]}"; do
     NOISY[$s]="" QUIET_TPS[$s]="" FAILS[$s]=0 KEYS_SEEN[$s]=""
-    for ((i = 1; i <= QUIET; i++)); do QP99[$s/$i]=""; done
+    for ((i = 1; i <= QUIET; i++)); do ROUND_P99[$s/$i]=""; rm -f "$BENCH_DIR/latency-$s-$i"; done
 done
 for ((r = 1; r <= ROUNDS; r++)); do
     for s in "${SERIES[@]}"; do
@@ -170,7 +188,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
         bench_progress "round $r/$ROUNDS, $s: noisy $nt TPS, quiet $qt TPS, quiet p99 ${p[*]} ms, $f failed"
         NOISY[$s]+="$nt " QUIET_TPS[$s]+="$qt " FAILS[$s]=$((FAILS[$s] + f))
         KEYS_SEEN[$s]=${k//_/ }
-        for ((i = 1; i <= QUIET; i++)); do QP99[$s/$i]+="${p[i - 1]} "; done
+        for ((i = 1; i <= QUIET; i++)); do ROUND_P99[$s/$i]+="${p[i - 1]} "; done
     done
 done
 med() { if [[ $1 == -* ]]; then echo -; else bench_median <<<"$1"; fi; }
@@ -179,7 +197,7 @@ for s in "${SERIES[@]}"; do
     NOISY[$s]=$(med "${NOISY[$s]}") QUIET_TPS[$s]=$(med "${QUIET_TPS[$s]}")
     worst[$s]=0
     for ((i = 1; i <= QUIET; i++)); do
-        QP99[$s/$i]=$(med "${QP99[$s/$i]}")
+        QP99[$s/$i]=$(bench_p99 <"$BENCH_DIR/latency-$s-$i")
         bench_at_least "${worst[$s]}" "${QP99[$s/$i]}" || worst[$s]=${QP99[$s/$i]}
     done
     total[$s]=$(awk -v a="${NOISY[$s]}" -v b="${QUIET_TPS[$s]}" 'BEGIN { printf "%.0f", (a == "-" ? 0 : a) + b }')
@@ -191,21 +209,45 @@ stats=$(bench_psql -tAc "SELECT format('acquired %s, rejected %s, timed out %s, 
                          FROM bulkhead_stats WHERE workload = 'shop'")
 load_end=$(awk '{ print $1, $2, $3 }' /proc/loadavg)
 
+# quiet_table CELL: a table of a row per series and a column per quiet
+# tenant, each cell what "CELL SERIES TENANT" prints
+quiet_table() {
+    local s i
+    printf '| series |'; for ((i = 1; i <= QUIET; i++)); do printf ' quiet-%d |' "$i"; done; echo
+    printf '|---|'; for ((i = 1; i <= QUIET; i++)); do printf -- '---:|'; done; echo
+    for s in "${SERIES[@]}"; do
+        printf '| %s |' "$s"
+        for ((i = 1; i <= QUIET; i++)); do printf ' %s |' "$("$1" "$s" "$i")"; done
+        echo
+    done
+}
+# the pooled p99, and against alone's
+pooled_cell() {
+    if [ "$1" = alone ]; then echo "${QP99[$1/$2]}"
+    else echo "${QP99[$1/$2]} ($(bench_ratio "${QP99[$1/$2]}" "${QP99[alone/$2]}")×)"; fi
+}
+# the lowest and highest of the rounds' p99
+spread_cell() {
+    tr ' ' '\n' <<<"${ROUND_P99[$1/$2]}" |
+        awk 'NF { if (n++ == 0 || $1 < lo) lo = $1; if ($1 > hi) hi = $1 } END { printf "%s–%s", lo, hi }'
+}
+
 describe() {
     case $1 in
         fifo) echo "fifo: no keys, one queue in arrival order" ;;
         keys) echo "keys: a key per tenant" ;;
         cap) echo "cap: a key per tenant, max_running_per_key = 1" ;;
+        silo) echo "silo: the quiet tenants in a workload of their own (B = $PERMITS), the noisy tenant in shop" ;;
         alone) echo "alone: the quiet tenants with their keys, no noisy tenant (baseline)" ;;
     esac
 }
-bench_header "Tenants: one noisy tenant ($NOISY_CLIENTS clients) beside $QUIET quiet tenants (1 client each) in one workload, B = $PERMITS ($SECS s runs, median of $ROUNDS alternating rounds)"
+bench_header "Tenants: one noisy tenant ($NOISY_CLIENTS clients) beside $QUIET quiet tenants (1 client each) in one workload, B = $PERMITS ($SECS s runs, $ROUNDS alternating rounds)"
 bench_settings
 echo
 echo "Command: \`bash test/bench/tenants.sh $SECS $ROUNDS $PERMITS\`. Clock source $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo unknown);" \
      "load average (1, 5, 15 min) $load_start at the start, $load_end at the end" \
      "(the machine is shared: a load well above 2 at the start means other work ran beside the benchmark)."
-echo "Every tenant runs \`pgbench -M simple -b tpcb-like\` (scale 1) as the role app, whose \`bulkhead.workload = 'shop'\` (transparent admission: a permit per transaction)," \
+echo "Every tenant runs \`pgbench -M simple -b tpcb-like\` (scale 1) as the role app, whose \`bulkhead.workload = 'shop'\` (transparent admission: a permit per transaction; in the silo series the quiet tenants run as the role quietapp, whose workload is quiet)," \
      "and names itself at connection start with \`PGOPTIONS='-c bulkhead.key=NAME'\` (not in the fifo series): the noisy tenant one pgbench of $NOISY_CLIENTS clients (\`-j 2\`), each quiet tenant a pgbench of 1 client at most $QUIET_RATE TPS (\`-R\`; 0: no limit); all on CPU 1." \
      "The noisy clients connect first, the quiet tenants start once all are in. Queue of 1000, queue_timeout 60 s: nothing is refused."
 echo "The quiet tenants' TPS and p99 come from their pgbench runs; the noisy tenant's TPS is counted over the quiet tenants' window: the workload's grants (\`bulkhead_stats.acquired\`) less the quiet tenants' transactions, per second."
@@ -215,7 +257,7 @@ echo
 echo "| series | noisy TPS | quiet TPS (8 tenants) | total TPS | left for noisy | noisy / left | quiet p99 ms, worst tenant | failed | keys in use half-way (running/queued) |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|---|"
 for s in "${SERIES[@]}"; do
-    if [ "$s" = alone ]; then l=- nl=-
+    if [ "$s" = alone ] || [ "$s" = silo ]; then l=- nl=-
     else
         l=$(left "$s") nl=$(bench_ratio "${NOISY[$s]}" "$l")
         [ "$l" -gt 0 ] || { l="none ($l)" nl=-; }
@@ -223,29 +265,30 @@ for s in "${SERIES[@]}"; do
     echo "| $(describe "$s") | ${NOISY[$s]} | ${QUIET_TPS[$s]} | ${total[$s]} | $l | $nl | ${worst[$s]} | ${FAILS[$s]} | ${KEYS_SEEN[$s]} |"
 done
 echo
-echo "Each quiet tenant's p99 (ms), and against its p99 with the noisy tenant absent:"
+echo "Throughputs are the medians of the rounds. Each quiet tenant's p99 (ms) is over all its transactions of the $ROUNDS rounds ($(if bench_quick; then echo "$((QUIET_XACTS * ROUNDS)) in this smoke run"; else echo "about $((SECS * QUIET_RATE * ROUNDS)) at $QUIET_RATE TPS"; fi)), and against its p99 with the noisy tenant absent:"
 echo
-printf '| series |'; for ((i = 1; i <= QUIET; i++)); do printf ' quiet-%d |' "$i"; done; echo
-printf '|---|'; for ((i = 1; i <= QUIET; i++)); do printf -- '---:|'; done; echo
-for s in "${SERIES[@]}"; do
-    printf '| %s |' "$s"
-    for ((i = 1; i <= QUIET; i++)); do
-        if [ "$s" = alone ]; then printf ' %s |' "${QP99[$s/$i]}"
-        else printf ' %s (%s×) |' "${QP99[$s/$i]}" "$(bench_ratio "${QP99[$s/$i]}" "${QP99[alone/$i]}")"; fi
-    done
-    echo
-done
+quiet_table pooled_cell
+echo
+echo "The spread: each quiet tenant's p99 (ms) in each round on its own, lowest–highest of the rounds:"
+echo
+quiet_table spread_cell
 echo
 echo "bulkhead_stats of the workload over all the runs: $stats."
 echo
-# ratio_worst SERIES: the highest of the quiet tenants' p99 ratios to alone
+# ratio_worst SERIES [BASE]: the highest of the quiet tenants' p99 ratios
+# to BASE's (default alone); ratio_range SERIES BASE: "lowest–highest"
 ratio_worst() {
     local i r w=0
     for ((i = 1; i <= QUIET; i++)); do
-        r=$(bench_ratio "${QP99[$1/$i]}" "${QP99[alone/$i]}")
+        r=$(bench_ratio "${QP99[$1/$i]}" "${QP99[${2:-alone}/$i]}")
         bench_at_least "$w" "$r" || w=$r
     done
     echo "$w"
+}
+ratio_range() {
+    local i
+    for ((i = 1; i <= QUIET; i++)); do bench_ratio "${QP99[$1/$i]}" "${QP99[$2/$i]}"; echo; done |
+        sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%s–%s×", lo, hi }'
 }
 r=$(ratio_worst keys)
 bench_at_least 1.5 "$r" && met=0 || met=1
@@ -259,6 +302,9 @@ else
     # met, but only because nothing is left: the share line below says more
     bench_target "with keys, the noisy tenant ≥ 0.9× the throughput that is left: nothing is left (${total[fifo]} − ${QUIET_TPS[keys]} = $l: the quiet tenants take more than the fifo series' total), so met whatever it gets (${NOISY[keys]} TPS)" 0
 fi
+echo "- the floor: with a workload of their own (silo), never waiting for a permit of the noisy tenant's but beside it on the same CPUs," \
+     "the quiet tenants' p99 is $(ratio_range silo alone) their p99 alone; with keys it is $(ratio_range keys silo) their p99 in the silo series" \
+     "(what sharing one workload's permits costs them, over what sharing the machine costs)"
 echo "- without keys (fifo), the quiet tenants' p99 is at worst $(ratio_worst fifo)× alone's (worst tenant ${worst[fifo]} ms); they get ${QUIET_TPS[fifo]} TPS against ${QUIET_TPS[alone]} alone"
 echo "- with keys, the quiet tenants get ${QUIET_TPS[keys]} TPS ($(bench_ratio "${QUIET_TPS[keys]}" "${QUIET_TPS[alone]}")× alone's); the total is $(bench_ratio "${total[keys]}" "${total[fifo]}")× fifo's"
 echo "- with max_running_per_key = 1, the quiet tenants' p99 is at worst $(ratio_worst cap)× alone's (worst tenant ${worst[cap]} ms), they get ${QUIET_TPS[cap]} TPS;" \
