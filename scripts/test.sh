@@ -17,14 +17,16 @@
 # pg_regress, pg_isolation_regress, the TAP tests, each against its own
 # temporary preloaded server.  On the first version (15)
 # also: locale (regress again from an emptied environment with LC_ALL=C:
-# its expected output holds the multi-byte names and the messages), the suites with runner scripts of their own (test/clients/run.sh:
+# its expected output holds the multi-byte names and the messages; one
+# version's regress, isolation and locale run side by side, each its own
+# server on its own port, their output shown when all have ended), the suites with runner scripts of their own (test/clients/run.sh:
 # JDBC, psycopg and PgBouncer; test/stress/run.sh: 48 clients for 10 s,
 # its other modes 6 s each;
 # test/valgrind/run.sh: regress and isolation with the servers under
 # valgrind; test/package/run.sh: the Debian package built, installed,
 # installchecked and removed; monitoring/prometheus/tests/run.sh: the alert
 # rules under promtool; test/meta/run.sh: META.json).  Last, once every version's suites have run, a smoke run of
-# the benchmarks on the first version (test/bench/run --quick, about four
+# the benchmarks on the first version (test/bench/run --quick, about five
 # minutes, each scenario counted as one test) so that they cannot rot.
 #
 # A phase that fails (a build, a suite, a scenario) is counted and the run
@@ -119,6 +121,7 @@ fi
 mapfile -t PLAN_MAJORS < <(printf '%s\n' "${PLAN[@]}" | cut -d' ' -f2 | awk '!seen[$0]++')
 
 bh_require_root
+RUN_T0=$(bh_now_us)
 
 bh_lock_installs
 
@@ -215,9 +218,30 @@ run_script_phase() {    # run_script_phase SUITE MAJOR [SCRIPT [ARGS...]]
 # build.  locale: regress once more, in a copy of the build, from an
 # emptied environment with LC_ALL=C (the expected output must not depend on
 # who runs the suite).
-run_phase() {    # run_phase SUITE MAJOR
-    local suite=$1 major=$2 name="$1 $2" dir=${BUILD_OF[$2]} t0 rc counts p f log
+phase_dir() {    # phase_dir SUITE MAJOR -> the directory the suite runs in
+    if [ "$1" = locale ]; then echo "${BUILD_OF[$2]}-locale"; else echo "${BUILD_OF[$2]}"; fi
+}
+
+# phase_prepare SUITE MAJOR: locale's copy of the build (made before any
+# suite runs beside it: a copy of a build in use would catch its servers'
+# files half-written)
+phase_prepare() {
+    local dir
+    dir=$(phase_dir "$1" "$2")
+    [ "$1" = locale ] || return 0
+    rm -rf -- "$dir"
+    cp -a "${BUILD_OF[$2]}" "$dir"
+}
+
+# phase_exec SUITE MAJOR [PORT]: the suite's make installcheck; its output
+# goes to $WORK/SUITE-MAJOR.out (and to stdout as well, without a PORT),
+# its exit status and duration (µs) to $WORK/SUITE-MAJOR.status.  PORT: the
+# pg_regress suites' temporary server listens there (suites that run at
+# once must not take the same default port).
+phase_exec() {
+    local suite=$1 major=$2 port=${3:-} dir t0 rc log
     local -a args prefix=()
+    dir=$(phase_dir "$suite" "$major")
     case $suite in
         regress)   args=(ISOLATION= TAP_TESTS=) ;;
         isolation) args=(REGRESS= TAP_TESTS=) ;;
@@ -227,26 +251,71 @@ run_phase() {    # run_phase SUITE MAJOR
                        args+=("PROVE_TESTS=$(printf 'test/t/%s.pl ' "${TAP_MIDDLE_VERSIONS[@]}")")
                    fi ;;
         locale)    args=(ISOLATION= TAP_TESTS=)
-                   dir="$dir-locale"
-                   rm -rf -- "$dir"
-                   cp -a "${BUILD_OF[$major]}" "$dir"
                    prefix=(env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="$dir" LC_ALL=C) ;;
     esac
+    [ -z "$port" ] || args+=("EXTRA_REGRESS_OPTS=--port=$port")
     log="$WORK/$suite-$major.out"
-    bh_say "$name: ${prefix[*]} make installcheck ${args[*]} (as postgres)"
+    bh_say "$suite $major: ${prefix[*]} make installcheck ${args[*]} (as postgres)"
     t0=$(bh_now_us)
     set +e
-    (cd "$dir" &&
-        runuser -u postgres -- "${prefix[@]}" make installcheck \
-            PG_CONFIG="${PG_CONFIG_OF[$major]}" "${args[@]}") 2>&1 | tee "$log"
-    rc=${PIPESTATUS[0]}
+    if [ -z "$port" ]; then
+        (cd "$dir" &&
+            runuser -u postgres -- "${prefix[@]}" make installcheck \
+                PG_CONFIG="${PG_CONFIG_OF[$major]}" "${args[@]}") 2>&1 | tee "$log"
+        rc=${PIPESTATUS[0]}
+    else
+        (cd "$dir" &&
+            runuser -u postgres -- "${prefix[@]}" make installcheck \
+                PG_CONFIG="${PG_CONFIG_OF[$major]}" "${args[@]}") >"$log" 2>&1
+        rc=$?
+    fi
     set -e
-    timed "$name" "$t0"
+    echo "$rc $(($(bh_now_us) - t0))" >"$WORK/$suite-$major.status"
+}
+
+# phase_record SUITE MAJOR: count what phase_exec left and record it
+phase_record() {
+    local suite=$1 major=$2 name="$1 $2" rc=1 us=0 counts p f log="$WORK/$1-$2.out"
+    # (no status: phase_exec died before the end; an exit status of 1)
+    [ ! -s "$WORK/$suite-$major.status" ] || read -r rc us <"$WORK/$suite-$major.status"
+    touch -- "$log"
+    TIMING_NAMES+=("$name")
+    TIMING_US+=("$us")
     if [ "$suite" = tap ]; then counts=$(count_prove "$log"); else counts=$(count_pg_regress "$log"); fi
     read -r p f <<<"$counts"
-    PHASE_DIR[$name]=$dir
-    WHAT_FAILED[$name]=$(what_failed "$suite" "$log" "$dir" || true)
+    PHASE_DIR[$name]=$(phase_dir "$suite" "$major")
+    WHAT_FAILED[$name]=$(what_failed "$suite" "$log" "${PHASE_DIR[$name]}" || true)
     record_phase "$name" "$p" "$f" "$rc"
+}
+
+run_phase() {    # run_phase SUITE MAJOR
+    phase_prepare "$1" "$2"
+    phase_exec "$1" "$2"
+    phase_record "$1" "$2"
+}
+
+# run_phases_at_once MAJOR SUITE...: pg_regress suites of one version
+# (regress, isolation, locale) side by side, each with its own temporary
+# server on its own port: they mostly wait (for the worker to load a
+# table, for a lock, for a timeout), so together they take little more
+# than the longest.  Their output is shown once all have ended.
+run_phases_at_once() {
+    local major=$1 suite port=55990 i
+    local -a suites=("${@:2}") pids=()
+    bh_say "${suites[*]} of PostgreSQL $major, at once"
+    for suite in "${suites[@]}"; do phase_prepare "$suite" "$major"; done
+    for suite in "${suites[@]}"; do
+        port=$(bh_free_port "$((port + 1))")
+        phase_exec "$suite" "$major" "$port" &
+        pids+=($!)
+    done
+    for i in "${!suites[@]}"; do
+        wait "${pids[$i]}" || true
+        cat -- "$WORK/${suites[$i]}-$major.out"
+    done
+    for suite in "${suites[@]}"; do
+        phase_record "$suite" "$major"
+    done
 }
 
 # The names of what failed in a suite, for the summary at the very end (a
@@ -324,14 +393,15 @@ show_failure_details() {
 }
 
 summary() {
-    local i total=0
+    local i
     echo
+    # (one version's regress, isolation and locale run at once: the total
+    # is the wall clock, less than the sum)
     bh_say "timings"
     for i in "${!TIMING_NAMES[@]}"; do
         printf '    %-20s %9s\n' "${TIMING_NAMES[$i]}" "$(bh_fmt_us "${TIMING_US[$i]}")"
-        total=$((total + TIMING_US[i]))
     done
-    printf '    %-20s %9s\n' total "$(bh_fmt_us "$total")"
+    printf '    %-20s %9s\n' total "$(bh_fmt_us "$(($(bh_now_us) - RUN_T0))")"
     bh_say "results"
     for i in "${PHASES[@]}"; do
         printf '    %-20s %s passed, %s failed\n' "$i" "${PASSED[$i]}" "${FAILED[$i]}"
@@ -419,11 +489,20 @@ done
 
 # 3. the suites, each against its own temporary server; a failing suite does
 # not stop the next one
+declare -A AT_ONCE_DONE
 for item in "${PLAN[@]}"; do
     read -r suite major <<<"$item"
     [ -z "${BROKEN[$major]:-}" ] || continue
     case $suite in
-        regress|isolation|tap|locale) run_phase "$suite" "$major" ;;
+        # one version's pg_regress suites, all at the first of them
+        regress|isolation|locale)
+            [ -z "${AT_ONCE_DONE[$major]:-}" ] || continue
+            AT_ONCE_DONE[$major]=1
+            mapfile -t together < <(printf '%s\n' "${PLAN[@]}" |
+                awk -v m="$major" '$2 == m && ($1 == "regress" || $1 == "isolation" || $1 == "locale") { print $1 }')
+            if [ ${#together[@]} -gt 1 ]; then run_phases_at_once "$major" "${together[@]}"
+            else run_phase "$suite" "$major"; fi ;;
+        tap) run_phase "$suite" "$major" ;;
         bench) run_script_phase bench "$major" test/bench/run --quick ;;
         # the stress tool, shortened: 48 clients for 10 s, each other mode
         # (deadlocks, guards, budgets, runaway holders, tenants) 6 s (a smoke
