@@ -2,8 +2,13 @@
 # test/bench/tenants.sh: tenants (keys) inside one workload.  One workload
 # "shop" of PERMITS permits (default 2), reached by transparent admission:
 # the role "app" has bulkhead.workload = 'shop', so every transaction of
-# its sessions takes a permit.  The tenants are pgbench's tpcb-like
-# (-M simple, scale 1) as that role:
+# its sessions takes a permit.  The tenants run pgbench's built-in script
+# TENANT_BUILTIN (-M simple, scale 1) as that role: tpcb-like (the
+# default) or simple-update.  tpcb-like updates the one row of
+# pgbench_branches in every transaction, so at scale 1 every tenant's
+# transactions also queue for that row's lock, whatever admits them;
+# simple-update touches a random account only, as tenants of one schema
+# do, each with rows of its own:
 #   noisy    64 clients, one pgbench
 #   quiet    8 tenants of 1 client each, one pgbench per tenant, each at
 #            most QUIET_RATE transactions per second (pgbench -R; default
@@ -63,6 +68,8 @@ set -euo pipefail
 if bench_quick; then SECS=${1:-1}; ROUNDS=${2:-1}; else SECS=${1:-20}; ROUNDS=${2:-3}; fi
 PERMITS=${3:-2}
 QUIET_RATE=${QUIET_RATE:-25}
+TENANT_BUILTIN=${TENANT_BUILTIN:-tpcb-like}
+case $TENANT_BUILTIN in tpcb-like|simple-update) ;; *) bh_die "TENANT_BUILTIN must be tpcb-like or simple-update" ;; esac
 case $QUIET_RATE in *[!0-9]*|'') bh_die "QUIET_RATE must be a number of transactions per second" ;; esac
 case $SECS$ROUNDS$PERMITS in *[!0-9]*|'') bh_die "usage: bash test/bench/tenants.sh [SECONDS [ROUNDS [PERMITS]]]" ;; esac
 NOISY_CLIENTS=64
@@ -79,7 +86,15 @@ SERIES=(fifo keys cap silo alone)
 
 load_start=$(awk '{ print $1, $2, $3 }' /proc/loadavg)
 bench_prepare
-bench_cluster_start "max_connections = $((NOISY_CLIENTS + QUIET + 20))"
+# A p99 of a few hundred transactions is set by the slowest few: a
+# checkpoint's writes or an autovacuum run on the server's CPU in one
+# series and not in the next would be measured as a difference between the
+# series.  So neither starts on its own during a run (no timed checkpoint
+# within checkpoint_timeout, no WAL-driven one within max_wal_size; no
+# autovacuum), and each run starts after a VACUUM of the tables it updates
+# and a CHECKPOINT (quiet_reset).
+bench_cluster_start "max_connections = $((NOISY_CLIENTS + QUIET + 20))" \
+    "checkpoint_timeout = '1h'" "max_wal_size = '16GB'" "autovacuum = off"
 bench_progress "pgbench -i -s 1"
 runuser -u postgres -- "$BH_BINDIR/pgbench" -i -q -s 1 -h "$BENCH_DIR" -p "$BENCH_PORT" postgres >/dev/null 2>&1 ||
     bh_die "pgbench -i failed"
@@ -105,7 +120,14 @@ tenant_pgbench() {
     # the quiet tenants (one client each) ask for at most QUIET_RATE TPS
     if [ "$clients" = 1 ] && [ "$QUIET_RATE" -gt 0 ] && ! bench_quick; then rate=(-R "$QUIET_RATE"); fi
     PGOPTIONS=$opts PGAPPNAME=$name BENCH_QUICK_XACTS=$xacts \
-        bench_pgbench -M simple -U "$role" -c "$clients" -j "$((clients < 2 ? 1 : 2))" -T "$secs" "${rate[@]}" -b tpcb-like
+        bench_pgbench -M simple -U "$role" -c "$clients" -j "$((clients < 2 ? 1 : 2))" -T "$secs" "${rate[@]}" -b "$TENANT_BUILTIN"
+}
+
+# quiet_reset: bench_tpcb_reset, a VACUUM of the accounts (updated by every
+# transaction; autovacuum is off) and a CHECKPOINT, before each run
+quiet_reset() {
+    bench_tpcb_reset
+    bench_psql -c "VACUUM pgbench_accounts" -c "CHECKPOINT" >/dev/null
 }
 
 # run SERIES: one run; prints
@@ -122,7 +144,7 @@ run() {
         alone) noisy=0 ;;
     esac
     if [ "$series" = cap ]; then bench_set_column shop max_running_per_key 1; else bench_set_column shop max_running_per_key NULL; fi
-    bench_tpcb_reset
+    quiet_reset
     if [ $noisy = 1 ]; then
         tenant_pgbench noisy "$keyed" "$NOISY_CLIENTS" "$NOISY_XACTS" "$((SECS + NOISY_EXTRA))" >"$BENCH_DIR/noisy.out" &
         pid_noisy=$!
@@ -241,13 +263,13 @@ describe() {
         alone) echo "alone: the quiet tenants with their keys, no noisy tenant (baseline)" ;;
     esac
 }
-bench_header "Tenants: one noisy tenant ($NOISY_CLIENTS clients) beside $QUIET quiet tenants (1 client each) in one workload, B = $PERMITS ($SECS s runs, $ROUNDS alternating rounds)"
+bench_header "Tenants: one noisy tenant ($NOISY_CLIENTS clients) beside $QUIET quiet tenants (1 client each) in one workload, B = $PERMITS, $TENANT_BUILTIN ($SECS s runs, $ROUNDS alternating rounds)"
 bench_settings
 echo
-echo "Command: \`bash test/bench/tenants.sh $SECS $ROUNDS $PERMITS\`. Clock source $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo unknown);" \
+echo "Command: \`$([ "$TENANT_BUILTIN" = tpcb-like ] || echo "TENANT_BUILTIN=$TENANT_BUILTIN ")bash test/bench/tenants.sh $SECS $ROUNDS $PERMITS\`. Clock source $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo unknown);" \
      "load average (1, 5, 15 min) $load_start at the start, $load_end at the end" \
      "(the machine is shared: a load well above 2 at the start means other work ran beside the benchmark)."
-echo "Every tenant runs \`pgbench -M simple -b tpcb-like\` (scale 1) as the role app, whose \`bulkhead.workload = 'shop'\` (transparent admission: a permit per transaction; in the silo series the quiet tenants run as the role quietapp, whose workload is quiet)," \
+echo "Every tenant runs \`pgbench -M simple -b $TENANT_BUILTIN\` (scale 1) as the role app, whose \`bulkhead.workload = 'shop'\` (transparent admission: a permit per transaction; in the silo series the quiet tenants run as the role quietapp, whose workload is quiet)," \
      "and names itself at connection start with \`PGOPTIONS='-c bulkhead.key=NAME'\` (not in the fifo series): the noisy tenant one pgbench of $NOISY_CLIENTS clients (\`-j 2\`), each quiet tenant a pgbench of 1 client at most $QUIET_RATE TPS (\`-R\`; 0: no limit); all on CPU 1." \
      "The noisy clients connect first, the quiet tenants start once all are in. Queue of 1000, queue_timeout 60 s: nothing is refused."
 echo "The quiet tenants' TPS and p99 come from their pgbench runs; the noisy tenant's TPS is counted over the quiet tenants' window: the workload's grants (\`bulkhead_stats.acquired\`) less the quiet tenants' transactions, per second."
