@@ -233,6 +233,18 @@ phase_prepare() {
     cp -a "${BUILD_OF[$2]}" "$dir"
 }
 
+# phase_make DIR MAJOR [PREFIX...] -- ARGS...: make installcheck ARGS in DIR
+# as postgres (under the command PREFIX, if any), output and errors on stdout
+phase_make() {
+    local dir=$1 major=$2
+    local -a prefix=()
+    shift 2
+    while [ "$1" != -- ]; do prefix+=("$1"); shift; done
+    shift
+    (cd "$dir" &&
+        runuser -u postgres -- "${prefix[@]}" make installcheck PG_CONFIG="${PG_CONFIG_OF[$major]}" "$@") 2>&1
+}
+
 # phase_exec SUITE MAJOR [PORT]: the suite's make installcheck; its output
 # goes to $WORK/SUITE-MAJOR.out (and to stdout as well, without a PORT),
 # its exit status and duration (µs) to $WORK/SUITE-MAJOR.status.  PORT: the
@@ -259,14 +271,10 @@ phase_exec() {
     t0=$(bh_now_us)
     set +e
     if [ -z "$port" ]; then
-        (cd "$dir" &&
-            runuser -u postgres -- "${prefix[@]}" make installcheck \
-                PG_CONFIG="${PG_CONFIG_OF[$major]}" "${args[@]}") 2>&1 | tee "$log"
+        phase_make "$dir" "$major" "${prefix[@]}" -- "${args[@]}" | tee "$log"
         rc=${PIPESTATUS[0]}
     else
-        (cd "$dir" &&
-            runuser -u postgres -- "${prefix[@]}" make installcheck \
-                PG_CONFIG="${PG_CONFIG_OF[$major]}" "${args[@]}") >"$log" 2>&1
+        phase_make "$dir" "$major" "${prefix[@]}" -- "${args[@]}" >"$log"
         rc=$?
     fi
     set -e

@@ -57,7 +57,7 @@
 # first: at least 1/9 of the permit-time while it waits.
 #
 #   bash test/bench/tenants.sh [SECONDS [ROUNDS [PERMITS]]]   (as root;
-#                                        default 20 3 2, about 6 minutes)
+#                                        default 20 3 2, about 8 minutes)
 #   BENCH_QUICK=1 bash test/bench/tenants.sh     smoke run (figures meaningless)
 #
 # The server runs on CPU 0 and every pgbench on CPU 1 (cluster.sh).
@@ -248,11 +248,10 @@ pooled_cell() {
     if [ "$1" = alone ]; then echo "${QP99[$1/$2]}"
     else echo "${QP99[$1/$2]} ($(bench_ratio "${QP99[$1/$2]}" "${QP99[alone/$2]}")×)"; fi
 }
+# lo_hi: "lowest–highest" of the numbers on stdin (one a line)
+lo_hi() { sort -g | awk 'NF { if (!n++) lo = $1; hi = $1 } END { printf "%s–%s", lo, hi }'; }
 # the lowest and highest of the rounds' p99
-spread_cell() {
-    tr ' ' '\n' <<<"${ROUND_P99[$1/$2]}" |
-        awk 'NF { if (n++ == 0 || $1 < lo) lo = $1; if ($1 > hi) hi = $1 } END { printf "%s–%s", lo, hi }'
-}
+spread_cell() { tr ' ' '\n' <<<"${ROUND_P99[$1/$2]}" | lo_hi; }
 
 describe() {
     case $1 in
@@ -297,20 +296,19 @@ quiet_table spread_cell
 echo
 echo "bulkhead_stats of the workload over all the runs: $stats."
 echo
-# ratio_worst SERIES [BASE]: the highest of the quiet tenants' p99 ratios
-# to BASE's (default alone); ratio_range SERIES BASE: "lowest–highest"
+# ratio_worst SERIES: the highest of the quiet tenants' p99 ratios to
+# alone's; ratio_range SERIES BASE: "lowest–highest×" of their ratios to BASE's
 ratio_worst() {
     local i r w=0
     for ((i = 1; i <= QUIET; i++)); do
-        r=$(bench_ratio "${QP99[$1/$i]}" "${QP99[${2:-alone}/$i]}")
+        r=$(bench_ratio "${QP99[$1/$i]}" "${QP99[alone/$i]}")
         bench_at_least "$w" "$r" || w=$r
     done
     echo "$w"
 }
 ratio_range() {
     local i
-    for ((i = 1; i <= QUIET; i++)); do bench_ratio "${QP99[$1/$i]}" "${QP99[$2/$i]}"; echo; done |
-        sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%s–%s×", lo, hi }'
+    echo "$(for ((i = 1; i <= QUIET; i++)); do bench_ratio "${QP99[$1/$i]}" "${QP99[$2/$i]}"; echo; done | lo_hi)×"
 }
 r=$(ratio_worst keys)
 bench_at_least 1.5 "$r" && met=0 || met=1
