@@ -58,9 +58,15 @@ ok(poll_until($node, "SELECT count(*) = 1 FROM bulkhead_activity WHERE state = '
 usleep(100_000);
 sql($u1, "SELECT bulkhead_release('t')");
 
-# Rounds: a new key arrives while the last one holds (its service then
-# passes the waiting group's), then the holder releases.  u2, waiting
-# since before every new key, must get a permit within the first rounds.
+# Rounds: a new key arrives while the last one holds, then the holder
+# releases.  u2, waiting since before every new key, must get a permit
+# within the first rounds.  The holder must have held for longer than it
+# waited before the next key arrives: it started level with the group
+# without a key, which then held u1's permit for as long as it waited, so
+# until then it is the least served, and a key arriving then starts below
+# the waiting group (and goes first, rightly: its group has held less).
+# After that the new key starts level with the waiting group, and the tie
+# goes to the group granted least recently, the waiting one.
 my $served_at;
 for my $i (1 .. 6)
 {
@@ -69,7 +75,11 @@ for my $i (1 .. 6)
 		$served_at = $i;
 		last;
 	}
-	usleep(200_000);
+	ok( poll_until(
+			$node,
+			"SELECT clock_timestamp() - since > make_interval(secs => wait_ms / 1000) + interval '100 ms'"
+			  . " FROM bulkhead_activity WHERE key = 'n$i' AND state = 'running'"),
+		"round $i: n$i has held for longer than it waited");
 	my $n = session($node);
 	my $next = $i + 1;
 	send_async($n, "SELECT bulkhead_acquire('t', NULL, 'n$next');");
