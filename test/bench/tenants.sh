@@ -47,6 +47,10 @@
 # that is left.  Each throughput is the median of the rounds; each quiet
 # tenant's p99 is over all its transactions of all the rounds (its latency
 # logs pooled), and the spread of its rounds' p99 is printed beside it.
+# The output also gives the p99 of all the quiet tenants' transactions
+# pooled (eight times the transactions of one tenant), and the
+# measurement's resolution: the baseline against itself (its first rounds
+# against its last ones), per tenant and pooled.
 #
 # Eight quiet tenants of one client each ask for more than B = 2 permits
 # can serve (alone, they keep the workload busy), so little or nothing may
@@ -157,7 +161,7 @@ run() {
     # the window: from before the quiet tenants start to after they end
     s0=$(bench_psql -tAc "SELECT acquired, extract(epoch FROM clock_timestamp()) FROM bulkhead_stats WHERE workload = 'shop'")
     for ((i = 1; i <= QUIET; i++)); do
-        BENCH_LATENCY_FILE="$BENCH_DIR/latency-$series-$i" \
+        BENCH_LATENCY_FILE="$BENCH_DIR/latency-$series-$i.r$r" \
             tenant_pgbench "quiet-$i" "$keyed" 1 "$QUIET_XACTS" "$SECS" "$quiet_role" >"$BENCH_DIR/quiet-$i.out" &
         pids+=($!)
     done
@@ -200,7 +204,7 @@ run() {
 declare -A NOISY QUIET_TPS FAILS KEYS_SEEN QP99 ROUND_P99
 for s in "${SERIES[@]}"; do
     NOISY[$s]="" QUIET_TPS[$s]="" FAILS[$s]=0 KEYS_SEEN[$s]=""
-    for ((i = 1; i <= QUIET; i++)); do ROUND_P99[$s/$i]=""; rm -f "$BENCH_DIR/latency-$s-$i"; done
+    for ((i = 1; i <= QUIET; i++)); do ROUND_P99[$s/$i]=""; rm -f "$BENCH_DIR/latency-$s-$i".r*; done
 done
 for ((r = 1; r <= ROUNDS; r++)); do
     for s in "${SERIES[@]}"; do
@@ -213,13 +217,21 @@ for ((r = 1; r <= ROUNDS; r++)); do
         for ((i = 1; i <= QUIET; i++)); do ROUND_P99[$s/$i]+="${p[i - 1]} "; done
     done
 done
+# latencies SERIES TENANT FIRST LAST: the latencies (us) of quiet tenant
+# TENANT (1..QUIET; 0: all of them) in SERIES, rounds FIRST to LAST
+latencies() {
+    local i r
+    for ((i = ($2 > 0 ? $2 : 1); i <= ($2 > 0 ? $2 : QUIET); i++)); do
+        for ((r = $3; r <= $4; r++)); do cat "$BENCH_DIR/latency-$1-$i.r$r"; done
+    done
+}
 med() { if [[ $1 == -* ]]; then echo -; else bench_median <<<"$1"; fi; }
 declare -A worst total
 for s in "${SERIES[@]}"; do
     NOISY[$s]=$(med "${NOISY[$s]}") QUIET_TPS[$s]=$(med "${QUIET_TPS[$s]}")
     worst[$s]=0
     for ((i = 1; i <= QUIET; i++)); do
-        QP99[$s/$i]=$(bench_p99 <"$BENCH_DIR/latency-$s-$i")
+        QP99[$s/$i]=$(latencies "$s" "$i" 1 "$ROUNDS" | bench_p99)
         bench_at_least "${worst[$s]}" "${QP99[$s/$i]}" || worst[$s]=${QP99[$s/$i]}
     done
     total[$s]=$(awk -v a="${NOISY[$s]}" -v b="${QUIET_TPS[$s]}" 'BEGIN { printf "%.0f", (a == "-" ? 0 : a) + b }')
@@ -321,6 +333,26 @@ if [ "$l" -gt 0 ]; then
 else
     # met, but only because nothing is left: the share line below says more
     bench_target "with keys, the noisy tenant ≥ 0.9× the throughput that is left: nothing is left (${total[fifo]} − ${QUIET_TPS[keys]} = $l: the quiet tenants take more than the fifo series' total), so met whatever it gets (${NOISY[keys]} TPS)" 0
+fi
+# All the quiet tenants together: they run one script at one rate, so
+# their transactions pooled give the quiet tenants' p99 from QUIET times
+# the transactions of one.  And the measurement's resolution: the baseline
+# against itself, its first rounds against the last ones, per tenant and
+# pooled (what a ratio of two p99s is worth on this machine).
+pooled() { latencies "$1" 0 "${2:-1}" "${3:-$ROUNDS}" | bench_p99; }
+pooled_ratio() { bench_ratio "$(pooled "$1" "${2:-1}" "${3:-$ROUNDS}")" "$(pooled alone "${2:-1}" "${3:-$ROUNDS}")"; }
+halves=""
+if [ "$ROUNDS" -ge 2 ]; then
+    h=$((ROUNDS / 2))
+    halves="; rounds 1–$h $(pooled_ratio keys 1 "$h")×, rounds $((h + 1))–$ROUNDS $(pooled_ratio keys $((h + 1)) "$ROUNDS")×"
+fi
+echo "- all $QUIET quiet tenants pooled (their transactions of all the rounds together): p99 $(pooled keys) ms with keys against $(pooled alone) ms alone ($(pooled_ratio keys)×$halves);" \
+     "with the cap $(pooled_ratio cap)×, silo $(pooled_ratio silo)×, fifo $(pooled_ratio fifo)×"
+if [ "$ROUNDS" -ge 2 ]; then
+    echo "- the measurement's resolution: the quiet tenants alone against themselves (rounds $((h + 1))–$ROUNDS against rounds 1–$h, the same conditions twice):" \
+         "each tenant's p99 $(for ((i = 1; i <= QUIET; i++)); do
+                bench_ratio "$(latencies alone "$i" $((h + 1)) "$ROUNDS" | bench_p99)" "$(latencies alone "$i" 1 "$h" | bench_p99)"; echo
+            done | lo_hi)×, all of them pooled $(bench_ratio "$(pooled alone $((h + 1)) "$ROUNDS")" "$(pooled alone 1 "$h")")×"
 fi
 echo "- the floor: with a workload of their own (silo), never waiting for a permit of the noisy tenant's but beside it on the same CPUs," \
      "the quiet tenants' p99 is $(ratio_range silo alone) their p99 alone; with keys it is $(ratio_range keys silo) their p99 in the silo series" \
