@@ -245,9 +245,9 @@ report_timeout(const char *name, int64 timeout_us)
 			(errcode(ERRCODE_BULKHEAD_TIMEOUT),
 			 errmsg("timed out waiting for a permit of workload \"%s\"", name),
 			 timeout_us % 1000 == 0 ?
-			 errdetail("No permit became free within %lld ms.",
+			 errdetail("No permit was granted within %lld ms.",
 					   (long long) (timeout_us / 1000)) :
-			 errdetail("No permit became free within %.3f ms.",
+			 errdetail("No permit was granted within %.3f ms.",
 					   (double) timeout_us / 1000.0),
 			 errhint("The workload's permits are saturated; do not retry at once.")));
 }
