@@ -339,20 +339,19 @@ fi
 # the transactions of one.  And the measurement's resolution: the baseline
 # against itself, its first rounds against the last ones, per tenant and
 # pooled (what a ratio of two p99s is worth on this machine).
+# pooled SERIES [FIRST LAST]: the p99 of all the quiet tenants in rounds
+# FIRST to LAST (default all); pooled_ratio: the same against alone's
 pooled() { latencies "$1" 0 "${2:-1}" "${3:-$ROUNDS}" | bench_p99; }
-pooled_ratio() { bench_ratio "$(pooled "$1" "${2:-1}" "${3:-$ROUNDS}")" "$(pooled alone "${2:-1}" "${3:-$ROUNDS}")"; }
-halves=""
-if [ "$ROUNDS" -ge 2 ]; then
-    h=$((ROUNDS / 2))
-    halves="; rounds 1–$h $(pooled_ratio keys 1 "$h")×, rounds $((h + 1))–$ROUNDS $(pooled_ratio keys $((h + 1)) "$ROUNDS")×"
-fi
+pooled_ratio() { bench_ratio "$(pooled "$@")" "$(pooled alone "${@:2}")"; }
+# self_ratio TENANT (0: all): alone's p99 in the last rounds against the first
+self_ratio() { bench_ratio "$(latencies alone "$1" $((h + 1)) "$ROUNDS" | bench_p99)" "$(latencies alone "$1" 1 "$h" | bench_p99)"; }
+h=$((ROUNDS / 2)) halves=""
+[ "$h" -eq 0 ] || halves="; rounds 1–$h $(pooled_ratio keys 1 "$h")×, rounds $((h + 1))–$ROUNDS $(pooled_ratio keys $((h + 1)) "$ROUNDS")×"
 echo "- all $QUIET quiet tenants pooled (their transactions of all the rounds together): p99 $(pooled keys) ms with keys against $(pooled alone) ms alone ($(pooled_ratio keys)×$halves);" \
      "with the cap $(pooled_ratio cap)×, silo $(pooled_ratio silo)×, fifo $(pooled_ratio fifo)×"
-if [ "$ROUNDS" -ge 2 ]; then
+if [ "$h" -gt 0 ]; then
     echo "- the measurement's resolution: the quiet tenants alone against themselves (rounds $((h + 1))–$ROUNDS against rounds 1–$h, the same conditions twice):" \
-         "each tenant's p99 $(for ((i = 1; i <= QUIET; i++)); do
-                bench_ratio "$(latencies alone "$i" $((h + 1)) "$ROUNDS" | bench_p99)" "$(latencies alone "$i" 1 "$h" | bench_p99)"; echo
-            done | lo_hi)×, all of them pooled $(bench_ratio "$(pooled alone $((h + 1)) "$ROUNDS")" "$(pooled alone 1 "$h")")×"
+         "each tenant's p99 $(for ((i = 1; i <= QUIET; i++)); do self_ratio "$i"; echo; done | lo_hi)×, all of them pooled $(self_ratio 0)×"
 fi
 echo "- the floor: with a workload of their own (silo), never waiting for a permit of the noisy tenant's but beside it on the same CPUs," \
      "the quiet tenants' p99 is $(ratio_range silo alone) their p99 alone; with keys it is $(ratio_range keys silo) their p99 in the silo series" \
