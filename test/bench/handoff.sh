@@ -26,25 +26,9 @@ loop_script=$(printf '\\set x 1\nSELECT handoff_loop();\n' | bench_pgbench_scrip
 
 # run ORDER/N: grants per second with N backends in the loop
 run() {
-    local n=${1#*/} pgb in sample0 sample1 i
     # the order: fifo (max_bypass NULL) or warm (1 s)
     if [ "${1%/*}" = fifo ]; then bench_set_column handoff max_bypass NULL; else bench_set_column handoff max_bypass "'1s'"; fi
-    runuser -u postgres -- "$BH_BINDIR/pgbench" -n -h "$BENCH_DIR" -p "$BENCH_PORT" \
-        -c "$n" -j 2 -t 1 -f "$loop_script" postgres >"$BENCH_DIR/handoff-$n.log" 2>&1 &
-    pgb=$!
-    # all in: every backend holds, waits, or is one of the few between the two
-    for i in $(seq 600); do
-        in=$(bench_psql -tAc "SELECT count(*) FROM bulkhead_activity WHERE workload = 'handoff'")
-        [ "$in" -ge $((n - 3)) ] && [ "$(bench_psql -tAc "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT handoff_loop%'")" -eq "$n" ] && break
-        sleep 0.1
-    done
-    [ "$i" -lt 600 ] || bh_die "the $n backends did not all reach the queue"
-    sample0=$(bench_psql -tAc "SELECT acquired, extract(epoch FROM clock_timestamp()) FROM bulkhead_stats WHERE workload = 'handoff'")
-    sleep "$WINDOW"
-    sample1=$(bench_psql -tAc "SELECT acquired, extract(epoch FROM clock_timestamp()) FROM bulkhead_stats WHERE workload = 'handoff'")
-    bench_psql -tAc "SELECT count(pg_cancel_backend(pid)) FROM pg_stat_activity WHERE query LIKE 'SELECT handoff_loop%'" >/dev/null
-    wait "$pgb" || { tail -n 5 "$BENCH_DIR/handoff-$n.log" >&2; bh_die "pgbench of the $n loops failed"; }
-    awk -F'|' -v a="$sample0" -v b="$sample1" 'BEGIN { split(a, x, "|"); split(b, y, "|"); printf "%.0f\n", (y[1] - x[1]) / (y[2] - x[2]) }'
+    bench_handoff_rate "$loop_script" "${1#*/}" "$WINDOW"
 }
 
 ORDERS=(fifo warm)

@@ -222,3 +222,28 @@ SQL
 bench_tpcb_reset() {
     bench_psql -c "VACUUM pgbench_branches, pgbench_tellers" -c "TRUNCATE pgbench_history" >/dev/null
 }
+
+# bench_handoff_rate SCRIPT N WINDOW: grants per second of the workload
+# 'handoff' (handoff_loop.sql: one permit) with N backends looping on it
+# (SCRIPT: a pgbench script that runs handoff_loop(), made with
+# bench_pgbench_script), counted over WINDOW seconds once all N are in the
+# loop; then the loops are cancelled (each releases what it holds)
+bench_handoff_rate() {
+    local script=$1 n=$2 window=$3 pgb in sample0 sample1 i
+    runuser -u postgres -- "$BH_BINDIR/pgbench" -n -h "$BENCH_DIR" -p "$BENCH_PORT" \
+        -c "$n" -j 2 -t 1 -f "$script" postgres >"$BENCH_DIR/handoff-$n.log" 2>&1 &
+    pgb=$!
+    # all in: every backend holds, waits, or is one of the few between the two
+    for i in $(seq 600); do
+        in=$(bench_psql -tAc "SELECT count(*) FROM bulkhead_activity WHERE workload = 'handoff'")
+        [ "$in" -ge $((n - 3)) ] && [ "$(bench_psql -tAc "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT handoff_loop%'")" -eq "$n" ] && break
+        sleep 0.1
+    done
+    [ "$i" -lt 600 ] || bh_die "the $n backends did not all reach the queue"
+    sample0=$(bench_psql -tAc "SELECT acquired, extract(epoch FROM clock_timestamp()) FROM bulkhead_stats WHERE workload = 'handoff'")
+    sleep "$window"
+    sample1=$(bench_psql -tAc "SELECT acquired, extract(epoch FROM clock_timestamp()) FROM bulkhead_stats WHERE workload = 'handoff'")
+    bench_psql -tAc "SELECT count(pg_cancel_backend(pid)) FROM pg_stat_activity WHERE query LIKE 'SELECT handoff_loop%'" >/dev/null
+    wait "$pgb" || { tail -n 5 "$BENCH_DIR/handoff-$n.log" >&2; bh_die "pgbench of the $n loops failed"; }
+    awk -F'|' -v a="$sample0" -v b="$sample1" 'BEGIN { split(a, x, "|"); split(b, y, "|"); printf "%.0f\n", (y[1] - x[1]) / (y[2] - x[2]) }'
+}
