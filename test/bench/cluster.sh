@@ -5,7 +5,9 @@
 # loopback port; bench_cluster_stop (also run at exit) stops it by its pid
 # and removes the directory.  bench_psql runs psql against it.  With
 # BENCH_UNDER set (say "valgrind --tool=callgrind ..."), the server runs
-# under that command.
+# under that command.  With BENCH_HUGE_PAGES=on, the server runs with
+# huge_pages = on, in 2 MB pages that bench_cluster_start reserves
+# (vm.nr_hugepages) and bench_finish gives back.
 
 BENCH_DIR=
 BENCH_PORT=
@@ -68,10 +70,29 @@ bench_use_build() {
     install -m 755 "$BENCH_BUILDS/$1/bulkhead.so" "$("$BH_PG_CONFIG" --pkglibdir)/bulkhead.so"
 }
 
+# bench_huge_pages_reserve N: have the kernel keep N more huge pages, given
+# back by bench_finish (the server maps them at its start, so reserve first)
+BENCH_HUGE_PAGES_BEFORE=
+bench_huge_pages_reserve() {
+    local want
+    [ -w /proc/sys/vm/nr_hugepages ] || bh_die "this kernel has no huge pages to reserve (/proc/sys/vm/nr_hugepages)"
+    [ -n "$BENCH_HUGE_PAGES_BEFORE" ] || BENCH_HUGE_PAGES_BEFORE=$(cat /proc/sys/vm/nr_hugepages)
+    want=$((BENCH_HUGE_PAGES_BEFORE + $1))
+    echo "$want" >/proc/sys/vm/nr_hugepages
+    [ "$(cat /proc/sys/vm/nr_hugepages)" -ge "$want" ] ||
+        bh_die "the kernel reserved $(cat /proc/sys/vm/nr_hugepages) huge pages of the $want asked for"
+}
+
+bench_huge_pages_release() {
+    [ -z "$BENCH_HUGE_PAGES_BEFORE" ] || echo "$BENCH_HUGE_PAGES_BEFORE" >/proc/sys/vm/nr_hugepages
+    BENCH_HUGE_PAGES_BEFORE=
+}
+
 # bench_finish: stop the cluster, put the shipped build back, clean up (at exit)
 bench_finish() {
     if declare -F bench_pgbouncer_stop >/dev/null; then bench_pgbouncer_stop; fi
     bench_cluster_stop
+    bench_huge_pages_release
     if [ -n "$BENCH_BUILDS" ]; then
         [ -f "$BENCH_BUILDS/with/bulkhead.so" ] && bench_use_build with
         [ "$BENCH_BUILDS_OWNER" = "$BASHPID" ] && rm -rf "$BENCH_BUILDS"
@@ -105,12 +126,18 @@ bench_cluster_start() {
     done
     BENCH_CONF=("shared_preload_libraries = 'bulkhead'" "bulkhead.database = 'postgres'"
                 "synchronous_commit = off" "shared_buffers = '256MB'" "$@")
+    [ "${BENCH_HUGE_PAGES:-}" != on ] || BENCH_CONF+=("huge_pages = on")
     {
         echo "port = $BENCH_PORT"
         echo "listen_addresses = '127.0.0.1'"
         echo "unix_socket_directories = '$BENCH_DIR'"
         for line in "${BENCH_CONF[@]}"; do echo "$line"; done
     } >>"$BENCH_DIR/data/postgresql.conf"
+    if [ "${BENCH_HUGE_PAGES:-}" = on ]; then
+        # what the server will map, computed from its settings while it is down
+        bench_huge_pages_reserve "$(runuser -u postgres -- "$BH_BINDIR/postgres" -D "$BENCH_DIR/data" \
+                                    -C shared_memory_size_in_huge_pages)"
+    fi
     if [ -z "${BENCH_UNDER:-}" ]; then
         "${BENCH_SERVER_CPU[@]}" runuser -u postgres -- "$BH_BINDIR/pg_ctl" -D "$BENCH_DIR/data" \
             -l "$BENCH_DIR/server.log" -w start >/dev/null ||
