@@ -16,10 +16,15 @@
 # The series alternate, SECONDS each, ROUNDS rounds; figures are medians.
 # Each run also counts the machine's context switches per transaction, and
 # what the clients got: the longest latency, the fewest transactions a
-# client ended (the fairness of the hand-off).
+# client ended (the fairness of the hand-off).  Each run lasts WARMUP +
+# SECONDS, and its figures count the transactions of the last SECONDS only
+# (BENCH_STEADY, measure.sh): 512 fresh connections take pgbench about 6 s
+# to open here, and their backends as long again to warm up (catalog
+# caches, the first classification), which a run of 15 s would count as
+# the setup's throughput.
 #
-#   bash test/bench/deploy.sh [PERMITS [SECONDS [ROUNDS [WARM]]]]   (as
-#   root; defaults 3, 15, 2, 1s)
+#   bash test/bench/deploy.sh [PERMITS [SECONDS [ROUNDS [WARM [WARMUP]]]]]
+#   (as root; defaults 3, 15, 2, 1s, 15)
 set -euo pipefail
 # shellcheck source=common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -30,6 +35,7 @@ PERMITS=${1:-3}
 SECS=${2:-15}
 ROUNDS=${3:-2}
 WARM=${4:-1s}
+WARMUP=${5:-15}
 CLIENTS=(128 512)
 POOLS=(16 32 64)
 WARM_POOL=32
@@ -54,7 +60,7 @@ RUN_LOG=$BENCH_DIR/runs
 : >"$RUN_LOG"
 run() {    # run SERIES/CLIENTS: one pgbench run; prints "TPS P99_MS FAILED"
     local series=${1%/*} clients=${1#*/} c0 c1 x0 x1 out pool
-    local -a args=(-M simple -c "$clients" -j 2 -T "$SECS" -b tpcb-like)
+    local -a args=(-M simple -c "$clients" -j 2 -T "$((WARMUP + SECS))" -b tpcb-like)
     bench_tpcb_reset
     case $series in
         pgb*)
@@ -70,7 +76,7 @@ run() {    # run SERIES/CLIENTS: one pgbench run; prints "TPS P99_MS FAILED"
     esac
     rm -f "$BENCH_DIR/clients"
     c0=$(bench_switches) x0=$(commits)
-    out=$(BENCH_CLIENT_STATS=$BENCH_DIR/clients bench_pgbench "${args[@]}") || { bench_pgbouncer_stop; exit 1; }
+    out=$(BENCH_STEADY=$SECS BENCH_CLIENT_STATS=$BENCH_DIR/clients bench_pgbench "${args[@]}") || { bench_pgbouncer_stop; exit 1; }
     bench_pgbouncer_stop
     c1=$(bench_switches)
     sleep 0.5    # the backends that ended report their commits
@@ -85,10 +91,10 @@ for c in "${CLIENTS[@]}"; do keys+=("${SERIES[@]/%//$c}"); done
 bench_alternate "$ROUNDS" run "${keys[@]}"
 stats=$(bench_psql -tAc "SELECT format('%s acquired, %s released, %s rejected, %s timed out, peak_running %s, peak_queued %s', acquired, released, rejected_full, timed_out, peak_running, peak_queued) FROM bulkhead_stats WHERE workload = 'tpcb'")
 
-bench_header "Deploying in front of many clients: tpcb-like at scale 1 (pgbench -M simple, ${SECS} s runs, median of $ROUNDS alternating rounds)"
+bench_header "Deploying in front of many clients: tpcb-like at scale 1 (pgbench -M simple, the last ${SECS} s of $((WARMUP + SECS)) s runs, median of $ROUNDS alternating rounds)"
 bench_settings
 echo
-echo "Command: \`bash test/bench/deploy.sh $PERMITS $SECS $ROUNDS $WARM\`. PgBouncer $(/usr/sbin/pgbouncer --version | head -n 1 | awk '{ print $2 }'), transaction pooling, on CPU 0 beside the server."
+echo "Command: \`bash test/bench/deploy.sh $PERMITS $SECS $ROUNDS $WARM $WARMUP\`. TPS, p99, longest latency and fewest transactions count the transactions that ended in the last $SECS s of each run, after $WARMUP s for connecting and warming up. PgBouncer $(/usr/sbin/pgbouncer --version | head -n 1 | awk '{ print $2 }'), transaction pooling, on CPU 0 beside the server."
 echo "Series: ungated (\`-b tpcb-like\`); pgb2 (PgBouncer, pool 2, ungated behind it); bulkhead (\`-b tpcb-like\` as a role with \`bulkhead.workload = 'tpcb'\`, B = $PERMITS, strict FIFO);" \
      "warm (the same with \`max_bypass = '$WARM'\`: the newest waiter first); pgbN+bh (PgBouncer with a pool of N, the same role behind it); pgb$WARM_POOL+warm (PgBouncer, pool $WARM_POOL, the warm hand-off behind it)." \
      "Context switches: the whole machine's over the run (connecting included), per transaction committed (\`pg_stat_database.xact_commit\`)." \

@@ -88,7 +88,11 @@ bench_p99() {
 # connection options (-h/-p/-U) may be given to go through a pooler; the
 # default is the cluster's socket directory.  "-T SECONDS" (a separate
 # argument, after -c) becomes what bench_run_length says.  A run without a
-# "tps =" line fails the scenario, saying why.
+# "tps =" line fails the scenario, saying why.  With BENCH_STEADY=S (not in
+# a smoke run), TPS, p99 and the clients' figures count only the
+# transactions that ended in the run's last S seconds: what the clients get
+# once every connection is made and every backend has warmed up, which with
+# hundreds of fresh connections takes many seconds of a run.
 bench_pgbench() {
     local logdir out clients=1 arg prev=
     local -a args=()
@@ -116,6 +120,15 @@ bench_pgbench() {
     fi
     local tps failed aborted p99
     tps=$(awk '/^tps = / { printf "%.0f", $3 }' <<<"$out")
+    if [ -n "${BENCH_STEADY:-}" ] && ! bench_quick; then
+        # columns 5 and 6: when the transaction ended (epoch s, us)
+        cat "$logdir"/lat.* | awk -v s="$BENCH_STEADY" '
+            { t[NR] = $5 + $6 / 1e6; l[NR] = $0; if (t[NR] > last) last = t[NR] }
+            END { for (i = 1; i <= NR; i++) if (t[i] >= last - s) print l[i] }' >"$logdir/steady"
+        rm -f "$logdir"/lat.*
+        mv "$logdir/steady" "$logdir/lat.steady"
+        tps=$(awk -v s="$BENCH_STEADY" '$3 ~ /^[0-9]+$/ { n++ } END { printf "%.0f", n / s }' "$logdir/lat.steady")
+    fi
     failed=$(awk '/^number of failed transactions: / { print $5 }' <<<"$out")
     aborted=$(grep -c 'aborted in command' <<<"$out" || true)
     # column 3 is the latency in microseconds ("failed" or "skipped" otherwise)
