@@ -114,5 +114,32 @@ check('prereqs: PostgreSQL %r is the oldest major tested (%s)'
       % (pg_req, majors[0] if majors else '?'),
       bool(majors) and pg_req == '%d.0.0' % majors[0])
 
+# the license: the PostgreSQL License, the same in LICENSE, META.json,
+# debian/copyright and README.md
+check('license is "postgresql"', lic == 'postgresql', repr(lic))
+def text(path):
+    try:
+        return open(os.path.join(tree, path), encoding='utf-8').read()
+    except OSError:
+        return ''
+license_text = text('LICENSE')
+check('LICENSE is the PostgreSQL License',
+      license_text.startswith('PostgreSQL License') and
+      'Permission to use, copy, modify, and distribute this software' in license_text)
+copyright = text('debian/copyright')
+check('debian/copyright: every file under the PostgreSQL License, its text given',
+      re.search(r'^Files: \*\n(?:.+\n)*?License: PostgreSQL$', copyright, re.M) is not None
+      and re.search(r'^License: PostgreSQL\n Permission to use', copyright, re.M) is not None)
+readme = text('README.md')
+check('README.md says the PostgreSQL License and links LICENSE',
+      re.search(r'PostgreSQL License', readme) is not None and '(LICENSE)' in readme)
+
+# the versions the description says are tested are the matrix's
+all_majors = sorted(int(x) for x in re.findall(r'^\s*"(\d+) [a-z]+ ', matrix, re.M))
+m = re.search(r'Tested on PostgreSQL ([0-9, and]+)', meta.get('description', ''))
+said = sorted(int(x) for x in re.findall(r'\d+', m.group(1))) if m else []
+check('description: tested on %s, the majors of scripts/postgres.sh (%s)'
+      % (said, all_majors), bool(all_majors) and said == all_majors)
+
 finish()
 EOF
