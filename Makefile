@@ -41,7 +41,7 @@ OBJS = \
 DATA = sql/bulkhead--1.0.sql sql/bulkhead--1.1.sql sql/bulkhead--1.0--1.1.sql \
 	sql/bulkhead--1.2.sql sql/bulkhead--1.1--1.2.sql
 PG_CPPFLAGS = -I$(srcdir)/src
-# hidden: see src/bulkhead.h
+# hidden: see src/base.h
 PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Werror \
 	-fvisibility=hidden
 

@@ -1,17 +1,20 @@
 /*-------------------------------------------------------------------------
  *
- * bulkhead.h
- *	  What every module of the bulkhead extension uses: the library's
- *	  version, the length of a workload name, this backend's PGPROC number.
+ * base.h
+ *	  The ground floor of the bulkhead extension: what every module uses
+ *	  (the library's version, the length of a workload name, this backend's
+ *	  PGPROC number, the export rules of a hidden library, a hash mix).
  *
- * Each module has a header of its own declaring its API; README.md's
- * "How it works" has the module map, and test/structure/modules.allowed
- * the calls allowed between modules (test/structure/run.sh checks them).
+ * It includes no header of the project, and every module's header includes
+ * it (before anything else), so the graph of #include between modules has
+ * no cycle (test/structure/run.sh checks it).  Each module has a header of
+ * its own declaring its API; test/structure/modules.allowed lists the calls
+ * allowed between modules.
  *
  *-------------------------------------------------------------------------
  */
-#ifndef BULKHEAD_H
-#define BULKHEAD_H
+#ifndef BULKHEAD_BASE_H
+#define BULKHEAD_BASE_H
 
 /*
  * The library is built with -fvisibility=hidden (the Makefile), as
@@ -76,4 +79,4 @@ bulkhead_mix64(uint64 x)
 	return x;
 }
 
-#endif							/* BULKHEAD_H */
+#endif							/* BULKHEAD_BASE_H */

@@ -9,7 +9,7 @@
 #ifndef BULKHEAD_CPUS_H
 #define BULKHEAD_CPUS_H
 
-#include "bulkhead.h"
+#include "base.h"
 
 extern void bulkhead_cpus_init(void);
 /* Never throws; reads no file when refresh is false and a count is known */

@@ -9,7 +9,7 @@
 #ifndef BULKHEAD_DEADLOCK_H
 #define BULKHEAD_DEADLOCK_H
 
-#include "bulkhead.h"
+#include "base.h"
 
 #include "datatype/timestamp.h"
 

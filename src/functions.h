@@ -8,7 +8,7 @@
 #ifndef BULKHEAD_FUNCTIONS_H
 #define BULKHEAD_FUNCTIONS_H
 
-#include "bulkhead.h"
+#include "base.h"
 
 #include "fmgr.h"
 

@@ -9,7 +9,7 @@
 #ifndef BULKHEAD_GATE_H
 #define BULKHEAD_GATE_H
 
-#include "bulkhead.h"
+#include "base.h"
 
 extern void bulkhead_gate_init(void);
 

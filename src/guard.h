@@ -14,7 +14,7 @@
 #ifndef BULKHEAD_GUARD_H
 #define BULKHEAD_GUARD_H
 
-#include "local.h"
+#include "held.h"
 
 extern void bulkhead_apply_guards(const BulkheadLocalPermit *permit);
 extern void bulkhead_restore_session_guards(const BulkheadLocalPermit *permits,

@@ -9,7 +9,7 @@
 #ifndef BULKHEAD_LOADER_H
 #define BULKHEAD_LOADER_H
 
-#include "bulkhead.h"
+#include "base.h"
 
 /* Load the tables; false (shared memory kept as it was) on an error */
 extern bool bulkhead_load_config(void);

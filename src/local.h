@@ -7,33 +7,19 @@
  * permit entry of this backend, no lock needed), the count of held ones,
  * the index of the entry it waits on, and the transaction, subtransaction
  * and exit callbacks that end permits.  The shared entries themselves are
- * changed through slot.c.  Called by permit.c, functions.c, gate.c,
- * guard.c (the type only) and bulkhead.c (init).
+ * changed through slot.c.  Called by permit.c, functions.c, gate.c
+ * and bulkhead.c (init).
  *
  *-------------------------------------------------------------------------
  */
 #ifndef BULKHEAD_LOCAL_H
 #define BULKHEAD_LOCAL_H
 
+#include "held.h"
 #include "shmem.h"
 
 #include "miscadmin.h"
 #include "storage/proc.h"
-
-typedef struct BulkheadLocalPermit
-{
-	bool		held;			/* granted to this backend */
-	BulkheadScope scope;
-	SubTransactionId subid;		/* transaction scope: owning subxact */
-	int			workload;		/* slot index */
-	char		name[NAMEDATALEN];
-	int			statement_timeout_ms;	/* guards copied at grant */
-	int			lock_timeout_ms;
-	int			idle_timeout_ms;
-	TimestampTz acquired_in;	/* statement_timestamp() of the statement that
-								 * took it: a session permit is returned if
-								 * that statement fails (local.c) */
-} BulkheadLocalPermit;
 
 extern BulkheadLocalPermit *bulkhead_local;
 extern int	bulkhead_nheld;		/* how many of bulkhead_local[] are held */

@@ -13,7 +13,6 @@
  *-------------------------------------------------------------------------
  */
 #include "shmem.h"
-#include "entry_list.h"
 
 #include "access/twophase.h"
 #include "miscadmin.h"
@@ -192,8 +191,9 @@ bulkhead_shmem_startup(void)
 			slot->lock = slot->own_lock;
 			slot->parent = slot->first_child = slot->next_sibling = -1;
 			slot->first_key = -1;
-			entry_list_init(&slot->holders);
-			entry_list_init(&slot->waiters);
+			/* empty holders and waiters lists (entry_list.h) */
+			slot->holders.head = slot->holders.tail = BULKHEAD_NO_ENTRY;
+			slot->waiters.head = slot->waiters.tail = BULKHEAD_NO_ENTRY;
 		}
 
 		nentries = shared->nbackends * shared->permits_per_backend;

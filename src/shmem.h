@@ -90,7 +90,7 @@
 #ifndef BULKHEAD_SHMEM_H
 #define BULKHEAD_SHMEM_H
 
-#include "bulkhead.h"
+#include "base.h"
 #include "stats.h"
 
 #include "port/atomics.h"

@@ -13,7 +13,7 @@
 #ifndef BULKHEAD_STATS_H
 #define BULKHEAD_STATS_H
 
-#include "bulkhead.h"
+#include "base.h"
 
 #include "datatype/timestamp.h"
 

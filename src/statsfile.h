@@ -9,7 +9,7 @@
 #ifndef BULKHEAD_STATSFILE_H
 #define BULKHEAD_STATSFILE_H
 
-#include "bulkhead.h"
+#include "base.h"
 
 extern void bulkhead_statsfile_restore(void);
 extern void bulkhead_statsfile_save(int code, Datum arg);

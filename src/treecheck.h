@@ -9,7 +9,7 @@
 #ifndef BULKHEAD_TREECHECK_H
 #define BULKHEAD_TREECHECK_H
 
-#include "bulkhead.h"
+#include "base.h"
 
 #include "utils/relcache.h"
 

@@ -9,7 +9,7 @@
 #ifndef BULKHEAD_WORKER_H
 #define BULKHEAD_WORKER_H
 
-#include "bulkhead.h"
+#include "base.h"
 
 extern void bulkhead_register_worker(void);
 PGDLLEXPORT void bulkhead_worker_main(Datum arg);

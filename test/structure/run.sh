@@ -6,7 +6,9 @@
 #      undefined symbol of A's object (nm -u) is defined by B's.  Every such
 #      edge must be listed in modules.allowed, and the graph must have no
 #      cycle (tsort).  A new edge is a design decision: add it to the list in
-#      the same commit, where a reviewer sees it.
+#      the same commit, where a reviewer sees it.  The graph of #include
+#      "..." between modules must have no cycle either, and base.h (the
+#      ground floor) includes no header of the project.
 #   2. No source file over 600 lines.
 #   3. No function over 80 lines (its body, in PostgreSQL's layout: the
 #      braces at column 0) unless the comment above it gives the reason in
@@ -75,6 +77,32 @@ if tsort "$tmp/actual" >/dev/null 2>"$tmp/tsort.err"; then
     ok "the module graph has no cycle"
 else
     notok "the module graph has a cycle: $(grep -v 'input contains a loop' "$tmp/tsort.err" | sed 's/^tsort: //' | tr '\n' ' ')"
+fi
+
+# 1b. the include graph: module A includes module B when A.c or A.h has
+# `#include "B.h"` (a header without a .c is a module of its own).  It must
+# have no cycle either, so that a module's header can be read, and the
+# module tested, from the ground floor up; base.h, the ground floor, includes
+# no header of the project.
+for f in "$top"/src/*.c "$top"/src/*.h; do
+    m=$(basename "$f"); m=${m%.*}
+    sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)\.h".*/\1/p' "$f" |
+        while read -r h; do
+            [ -f "$top/src/$h.h" ] || continue
+            [ "$h" = "$m" ] || echo "$m $h"
+        done
+done | sort -u >"$tmp/includes"
+if tsort "$tmp/includes" >/dev/null 2>"$tmp/tsort_inc.err"; then
+    ok "the include graph has no cycle ($(wc -l <"$tmp/includes") edges)"
+else
+    notok "the include graph has a cycle: $(grep -v 'input contains a loop' "$tmp/tsort_inc.err" | sed 's/^tsort: //' | tr '\n' ' ')"
+fi
+if [ ! -f "$top/src/base.h" ]; then
+    notok "src/base.h, the ground floor every module includes, is missing"
+elif grep -q '^base ' "$tmp/includes"; then
+    notok "base.h includes a header of the project: $(grep '^base ' "$tmp/includes" | cut -d' ' -f2 | tr '\n' ' ')"
+else
+    ok "base.h includes no header of the project"
 fi
 
 # 2. file length
