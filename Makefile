@@ -51,7 +51,7 @@ PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers 
 FIXED_LOCALE = --encoding=UTF8 --no-locale
 
 # pg_regress: sql/<name>.sql against expected/<name>.out
-REGRESS = setup workload_table permits failed_statement scopes guards \
+REGRESS = setup workload_table permits call_shapes failed_statement scopes guards \
 	guard_levels errors stats transparent bad_input privileges rules adaptive \
 	budgets holds
 REGRESS_OPTS = --temp-instance=./tmp_check_regress $(FIXED_LOCALE) \

@@ -115,33 +115,43 @@ CREATE VIEW @extschema@.bulkhead_activity AS
 GRANT SELECT ON @extschema@.bulkhead_stats TO PUBLIC;
 GRANT SELECT ON @extschema@.bulkhead_activity TO PUBLIC;
 
--- 1.2: the same with a key (a tenant, a customer): callers of one key are
--- served in arrival order, keys in turn, the least served first.  A NULL
--- or empty key is no key.  (Overloads rather than a new defaulted
--- argument, so that an update keeps the grants made on the functions.)
-CREATE FUNCTION @extschema@.bulkhead_acquire(workload text, timeout interval, key text)
+-- 1.2: the acquire functions take a key (a tenant, a customer): callers
+-- of one key are served in arrival order, keys in turn, the least served
+-- first.  A NULL or empty key is no key.  Each function of 1.1 is replaced
+-- by one with a third argument, every argument after the workload with a
+-- default, so that any of them may be given by name
+-- (bulkhead_acquire('w', key => 'c')); two overloads could not both
+-- default their timeout without making bulkhead_acquire('w') ambiguous.
+CREATE FUNCTION @extschema@.bulkhead_acquire(workload text,
+    timeout interval DEFAULT NULL, key text DEFAULT NULL)
 RETURNS void
 AS 'MODULE_PATHNAME', 'bulkhead_acquire'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
-CREATE FUNCTION @extschema@.bulkhead_acquire_xact(workload text, timeout interval, key text)
+CREATE FUNCTION @extschema@.bulkhead_acquire_xact(workload text,
+    timeout interval DEFAULT NULL, key text DEFAULT NULL)
 RETURNS void
 AS 'MODULE_PATHNAME', 'bulkhead_acquire_xact'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
-CREATE FUNCTION @extschema@.bulkhead_try_acquire(workload text, timeout interval, key text)
+CREATE FUNCTION @extschema@.bulkhead_try_acquire(workload text,
+    timeout interval DEFAULT '0', key text DEFAULT NULL)
 RETURNS boolean
 AS 'MODULE_PATHNAME', 'bulkhead_try_acquire'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
-CREATE FUNCTION @extschema@.bulkhead_try_acquire_xact(workload text, timeout interval, key text)
+CREATE FUNCTION @extschema@.bulkhead_try_acquire_xact(workload text,
+    timeout interval DEFAULT '0', key text DEFAULT NULL)
 RETURNS boolean
 AS 'MODULE_PATHNAME', 'bulkhead_try_acquire_xact'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
--- The keyed overloads get the grants of the functions they overload: an
--- operator who revoked EXECUTE on bulkhead_acquire from PUBLIC (to grant
--- it to some roles) finds the keyed one closed the same way.
+-- The new functions get the grants an operator made on the ones they
+-- replace (one who revoked EXECUTE on bulkhead_acquire from PUBLIC, to
+-- grant it to some roles, finds the new one closed the same way); then the
+-- 1.1 functions go.  (An object of the operator's that depends on one of
+-- them, a view calling it say, makes the update fail, naming it: drop it
+-- first and create it again after the update.)
 DO $$
 DECLARE
     f text;
@@ -154,27 +164,29 @@ BEGIN
         SELECT p.proacl INTO acl FROM pg_catalog.pg_proc p
          WHERE p.oid OPERATOR(pg_catalog.=) pg_catalog.to_regprocedure(
                '@extschema@.' || f || '(text, interval)');
-        CONTINUE WHEN acl IS NULL;
-        EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION @extschema@.%I(text, interval, text) FROM PUBLIC', f);
-        FOR g IN SELECT a.grantee FROM pg_catalog.aclexplode(acl) a
-                  WHERE a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
-        LOOP
-            IF g.grantee OPERATOR(pg_catalog.=) 0 THEN
-                EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.%I(text, interval, text) TO PUBLIC', f);
-            ELSE
-                EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.%I(text, interval, text) TO %s',
-                                          f, g.grantee::pg_catalog.regrole::pg_catalog.text);
-            END IF;
-        END LOOP;
-        -- A GRANT in an extension script is recorded as the function's
-        -- initial privileges (pg_init_privs), which pg_dump leaves out: the
-        -- copies are the operator's, as the privileges they copy are, and
-        -- must survive a dump and restore as those do.
-        DELETE FROM pg_catalog.pg_init_privs
-         WHERE objoid OPERATOR(pg_catalog.=) pg_catalog.to_regprocedure(
-               '@extschema@.' OPERATOR(pg_catalog.||) f OPERATOR(pg_catalog.||) '(text, interval, text)')::pg_catalog.oid
-           AND classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
-           AND objsubid OPERATOR(pg_catalog.=) 0;
+        IF acl IS NOT NULL THEN
+            EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION @extschema@.%I(text, interval, text) FROM PUBLIC', f);
+            FOR g IN SELECT a.grantee FROM pg_catalog.aclexplode(acl) a
+                      WHERE a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+            LOOP
+                IF g.grantee OPERATOR(pg_catalog.=) 0 THEN
+                    EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.%I(text, interval, text) TO PUBLIC', f);
+                ELSE
+                    EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.%I(text, interval, text) TO %s',
+                                              f, g.grantee::pg_catalog.regrole::pg_catalog.text);
+                END IF;
+            END LOOP;
+            -- A GRANT in an extension script is recorded as the function's
+            -- initial privileges (pg_init_privs), which pg_dump leaves out:
+            -- the copies are the operator's, as the privileges they copy
+            -- are, and must survive a dump and restore as those do.
+            DELETE FROM pg_catalog.pg_init_privs
+             WHERE objoid OPERATOR(pg_catalog.=) pg_catalog.to_regprocedure(
+                   '@extschema@.' OPERATOR(pg_catalog.||) f OPERATOR(pg_catalog.||) '(text, interval, text)')::pg_catalog.oid
+               AND classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+               AND objsubid OPERATOR(pg_catalog.=) 0;
+        END IF;
+        EXECUTE pg_catalog.format('DROP FUNCTION @extschema@.%I(text, interval)', f);
     END LOOP;
 END
 $$;

@@ -124,46 +124,31 @@ CREATE TRIGGER bulkhead_workload_notify
 
 -- Permits
 
-CREATE FUNCTION @extschema@.bulkhead_acquire(workload text, timeout interval DEFAULT NULL)
+-- timeout NULL: the workload's queue_timeout (the try_ forms: never wait).
+-- key (1.2): a tenant, a customer; callers of one key are served in
+-- arrival order, keys in turn, the least served first.  A NULL or empty key
+-- is no key.  Every argument after the workload has a default, so that any
+-- of them may be given by name: bulkhead_acquire('w', key => 'c').
+CREATE FUNCTION @extschema@.bulkhead_acquire(workload text,
+    timeout interval DEFAULT NULL, key text DEFAULT NULL)
 RETURNS void
 AS 'MODULE_PATHNAME', 'bulkhead_acquire'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
-CREATE FUNCTION @extschema@.bulkhead_acquire_xact(workload text, timeout interval DEFAULT NULL)
+CREATE FUNCTION @extschema@.bulkhead_acquire_xact(workload text,
+    timeout interval DEFAULT NULL, key text DEFAULT NULL)
 RETURNS void
 AS 'MODULE_PATHNAME', 'bulkhead_acquire_xact'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
-CREATE FUNCTION @extschema@.bulkhead_try_acquire(workload text, timeout interval DEFAULT '0')
+CREATE FUNCTION @extschema@.bulkhead_try_acquire(workload text,
+    timeout interval DEFAULT '0', key text DEFAULT NULL)
 RETURNS boolean
 AS 'MODULE_PATHNAME', 'bulkhead_try_acquire'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
-CREATE FUNCTION @extschema@.bulkhead_try_acquire_xact(workload text, timeout interval DEFAULT '0')
-RETURNS boolean
-AS 'MODULE_PATHNAME', 'bulkhead_try_acquire_xact'
-LANGUAGE C VOLATILE PARALLEL UNSAFE;
-
--- 1.2: the same with a key (a tenant, a customer): callers of one key are
--- served in arrival order, keys in turn, the least served first.  A NULL
--- or empty key is no key.  (Overloads rather than a new defaulted
--- argument, so that an update keeps the grants made on the functions.)
-CREATE FUNCTION @extschema@.bulkhead_acquire(workload text, timeout interval, key text)
-RETURNS void
-AS 'MODULE_PATHNAME', 'bulkhead_acquire'
-LANGUAGE C VOLATILE PARALLEL UNSAFE;
-
-CREATE FUNCTION @extschema@.bulkhead_acquire_xact(workload text, timeout interval, key text)
-RETURNS void
-AS 'MODULE_PATHNAME', 'bulkhead_acquire_xact'
-LANGUAGE C VOLATILE PARALLEL UNSAFE;
-
-CREATE FUNCTION @extschema@.bulkhead_try_acquire(workload text, timeout interval, key text)
-RETURNS boolean
-AS 'MODULE_PATHNAME', 'bulkhead_try_acquire'
-LANGUAGE C VOLATILE PARALLEL UNSAFE;
-
-CREATE FUNCTION @extschema@.bulkhead_try_acquire_xact(workload text, timeout interval, key text)
+CREATE FUNCTION @extschema@.bulkhead_try_acquire_xact(workload text,
+    timeout interval DEFAULT '0', key text DEFAULT NULL)
 RETURNS boolean
 AS 'MODULE_PATHNAME', 'bulkhead_try_acquire_xact'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;

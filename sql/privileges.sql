@@ -34,8 +34,8 @@ SELECT p, has_table_privilege('regress_bh_app', 'bulkhead_workload', p)
 SELECT v, has_table_privilege('regress_bh_app', v, 'SELECT')
   FROM unnest('{bulkhead_stats,bulkhead_activity}'::text[]) v;
 SELECT f, has_function_privilege('regress_bh_app', f, 'EXECUTE')
-  FROM unnest(ARRAY['bulkhead_acquire(text,interval)', 'bulkhead_acquire_xact(text,interval)',
-                    'bulkhead_try_acquire(text,interval)', 'bulkhead_try_acquire_xact(text,interval)',
+  FROM unnest(ARRAY['bulkhead_acquire(text,interval,text)', 'bulkhead_acquire_xact(text,interval,text)',
+                    'bulkhead_try_acquire(text,interval,text)', 'bulkhead_try_acquire_xact(text,interval,text)',
                     'bulkhead_release(text)', 'bulkhead_release_all()',
                     'bulkhead_stats_reset()', 'bulkhead_stats_reset(text)']) f;
 

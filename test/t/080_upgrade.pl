@@ -1,4 +1,5 @@
-# 080_upgrade.pl: the upgrade path, 1.0 -> 1.1 -> 1.2.  A 1.0 install keeps
+# 080_upgrade.pl: the upgrade path, 1.0 -> 1.1 -> 1.2, and 1.1 -> 1.2 from a
+# fresh 1.1 install.  A 1.0 install keeps
 # working with the new library until it is updated; each ALTER EXTENSION
 # bulkhead UPDATE keeps the workloads; afterwards the extension's objects
 # are exactly those of a fresh CREATE EXTENSION at the default version (compared through the catalogs by
@@ -151,6 +152,28 @@ ok($updated eq $fresh,
   or diag(join("\n",
 		(map { "only in a fresh install: $_" } only_in($fresh, $updated)),
 		(map { "only after the update:   $_" } only_in($updated, $fresh))));
+
+# Each earlier release installed by its own script and updated from there:
+# 1.1 as a fresh 1.1 install (not one that came from 1.0) updated to the
+# default version has the objects of a fresh install too; so has 1.0 updated
+# in one step through every script in between (ALTER EXTENSION finds the
+# path).
+foreach my $from ('1.1', '1.0')
+{
+	my $db = 'from_' . ($from =~ s/\./_/r);
+	$node->safe_psql('postgres', "CREATE DATABASE $db");
+	$node->safe_psql($db, "CREATE EXTENSION bulkhead VERSION '$from'");
+	is($node->safe_psql($db,
+			"SELECT extversion FROM pg_extension WHERE extname = 'bulkhead'"),
+		$from, "a fresh $from install");
+	$node->safe_psql($db, 'ALTER EXTENSION bulkhead UPDATE');
+	my $from_updated = $node->safe_psql($db, $objects_sql);
+	ok($from_updated eq $fresh,
+		"a fresh $from install updated to $default_version has exactly the objects of a fresh install")
+	  or diag(join("\n",
+			(map { "only in a fresh install: $_" } only_in($fresh, $from_updated)),
+			(map { "only after the update:   $_" } only_in($from_updated, $fresh))));
+}
 
 # pg_dump keeps the configuration rows of the updated install
 my $out = `pg_dump --data-only -d "@{[$node->connstr('postgres')]}" 2>&1`;

@@ -1,11 +1,11 @@
-# 203_tenants_upgrade_acl.pl: the keyed overloads of 1.2 (bulkhead_acquire
-# and the others with a key argument) and the privileges an operator set on
-# the functions they overload.  An install at 1.1 on which EXECUTE on
+# 203_tenants_upgrade_acl.pl: the keyed acquire functions of 1.2, which
+# replace the two-argument ones of 1.1, and the privileges an operator set
+# on those.  An install at 1.1 on which EXECUTE on
 # bulkhead_acquire(text, interval) was revoked from PUBLIC and granted to a
 # role (one whose name needs quoting) is updated 1.0 -> 1.1 -> 1.2: the
-# keyed overload must be closed the same way, and stay so through pg_dump
-# and a restore (with a NULL key it does what the 2-argument function does,
-# so an open overload would undo the operator's revoke).
+# keyed function must be closed the same way, and stay so through pg_dump
+# and a restore (it does what the 2-argument function did, so an open one
+# would undo the operator's revoke).
 
 use strict;
 use warnings;
@@ -47,10 +47,9 @@ my $may = q{
 	                  has_function_privilege('Odd "Role" x', p.oid, 'EXECUTE'),
 	                  ', ' ORDER BY p.pronargs)
 	  FROM pg_proc p WHERE p.proname = 'bulkhead_acquire'};
-my $expected = 'bulkhead_acquire(text,interval) false true, '
-  . 'bulkhead_acquire(text,interval,text) false true';
+my $expected = 'bulkhead_acquire(text,interval,text) false true';
 is($node->safe_psql('up', $may), $expected,
-	'after 1.1 -> 1.2 the keyed overload has the privileges of bulkhead_acquire(text, interval)');
+	'after 1.1 -> 1.2 the keyed function, which replaces bulkhead_acquire(text, interval), has its privileges');
 
 # pg_dump and restore into another database
 my $dump = PostgreSQL::Test::Utils::tempdir . '/up.sql';
@@ -61,7 +60,7 @@ $node->command_ok(
 	[ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-f', $dump, '-d', $node->connstr('restored') ],
 	'restore into a new database');
 is($node->safe_psql('restored', $may), $expected,
-	'after pg_dump and restore the keyed overload is still closed to PUBLIC');
+	'after pg_dump and restore the keyed function is still closed to PUBLIC');
 
 $node->stop;
 done_testing();
