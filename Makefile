@@ -28,7 +28,10 @@ OBJS = \
 	src/views.o \
 	src/rules.o \
 	src/follow.o \
+	src/caps.o \
+	src/lanes.o \
 	src/gate.o \
+	src/hooks.o \
 	src/treecheck.o \
 	src/catalog.o \
 	src/tables.o \
@@ -39,7 +42,8 @@ OBJS = \
 	src/holds.o \
 	src/worker.o
 DATA = sql/bulkhead--1.0.sql sql/bulkhead--1.1.sql sql/bulkhead--1.0--1.1.sql \
-	sql/bulkhead--1.2.sql sql/bulkhead--1.1--1.2.sql
+	sql/bulkhead--1.2.sql sql/bulkhead--1.1--1.2.sql \
+	sql/bulkhead--1.3.sql sql/bulkhead--1.2--1.3.sql
 PG_CPPFLAGS = -I$(srcdir)/src
 # hidden: see src/base.h
 PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Werror \

@@ -223,7 +223,15 @@ apply_config(WorkloadRow *rows, int nrows, const BulkheadRuleList *rules,
 	BulkheadShared *shared = bulkhead_shared;
 	bool	   *placed = palloc0(sizeof(bool) * Max(nrows, 1));
 	bool	   *seen = palloc(sizeof(bool) * shared->nslots);
+	uint32		planning_lanes = 0;
 	int			skipped;
+	int			i;
+
+	/* a hint for the planner hook: is a lane's plan worth keeping a copy? */
+	for (i = 0; i < nrows; i++)
+		if (rows[i].config.caps.mask & BULKHEAD_PLANNING_CAPS)
+			planning_lanes++;
+	pg_atomic_write_u32(&shared->planning_lanes, planning_lanes);
 
 	LWLockAcquire(shared->dir_lock, LW_EXCLUSIVE);
 	skipped = define_rows(rows, nrows, placed);

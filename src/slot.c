@@ -264,9 +264,13 @@ bulkhead_slot_time_out(BulkheadSlot *slot, BulkheadEntry *entry)
  */
 bool
 bulkhead_slot_release(BulkheadSlot *slot, BulkheadEntry *entry,
-					  TimestampTz now, BulkheadWakeups *wakeups)
+					  TimestampTz now, BulkheadWakeups *wakeups, bool moved)
 {
-	slot->stats.released++;
+	/* a statement's move to another lane (1.3) is no release of the work */
+	if (unlikely(moved))
+		slot->stats.moved_out++;
+	else
+		slot->stats.released++;
 	bulkhead_stats_add_hold(&slot->stats, now > entry->since ? now - entry->since : 0);
 	unlink_entry(slot, entry);
 	if (waiters_to_serve(slot))
@@ -386,6 +390,27 @@ bulkhead_slot_move(BulkheadSlot *from, BulkheadSlot *to, int tono,
 	from->stats.moved_out++;
 	to->stats.moved_in++;
 	bulkhead_slot_serve(from, wakeups);
+}
+
+/*
+ * entry (this backend's, just linked into slot, waiting or granted) is the
+ * permit a statement moved from workload from (1.3, lanes): it shows where
+ * it came from in bulkhead_activity, and its grant counts as moved_in, not
+ * acquired (its old workload counted moved_out).  Caller holds slot->lock.
+ */
+void
+bulkhead_slot_note_moved(BulkheadSlot *slot, BulkheadEntry *entry,
+						 const char *from)
+{
+	BulkheadMoved *moved = &bulkhead_shared->moved[entry_index(entry)];
+
+	moved->since = entry->since;
+	strlcpy(moved->from, from, NAMEDATALEN);
+	if (entry->state == BULKHEAD_ENTRY_GRANTED)
+	{
+		slot->stats.acquired--;
+		slot->stats.moved_in++;
+	}
 }
 
 /* A new limit: raising it serves the queue now; lowering preempts no one */

@@ -14,11 +14,13 @@
  *-------------------------------------------------------------------------
  */
 #include "functions.h"
+#include "caps.h"
 #include "entry_list.h"
 #include "slot.h"
 #include "budget.h"
 
 #include "catalog/pg_authid.h"
+#include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -41,7 +43,7 @@ PG_FUNCTION_INFO_V1(bulkhead_stats_reset);
  * are left out.  Keep it so: a new column goes at the end, here and in the
  * OUT list of the newest install script.
  */
-#define STATS_COLS		33
+#define STATS_COLS		34
 
 #if PG_VERSION_NUM < 150000
 /* PG 13/14: the materialize-mode set-up that PG 15 calls InitMaterializedSRF */
@@ -102,6 +104,25 @@ scope_name(uint8 scope)
 		default:
 			return "auto";
 	}
+}
+
+/* A lane's settings as a text[] of 'name=value' (NULL: none) */
+static Datum
+settings_datum(const BulkheadConfig *config, bool *isnull)
+{
+	Datum		elems[BULKHEAD_NUM_CAPS];
+	int			n = 0;
+	int			i;
+
+	for (i = 0; i < BULKHEAD_NUM_CAPS; i++)
+		if (config->cap_text[i][0] != '\0')
+			elems[n++] = CStringGetTextDatum(psprintf("%s=%s", bulkhead_cap_name(i),
+													  config->cap_text[i]));
+	*isnull = n == 0;
+	if (n == 0)
+		return (Datum) 0;
+	return PointerGetDatum(construct_array(elems, n, TEXTOID, -1, false,
+										   TYPALIGN_INT));
 }
 
 /*
@@ -208,6 +229,9 @@ bulkhead_stats(PG_FUNCTION_ARGS)
 		values[c++] = Int64GetDatum((int64) st->over_hold);
 		values[c++] = Int64GetDatum((int64) st->moved_out);
 		values[c++] = Int64GetDatum((int64) st->moved_in);
+		/* 1.3: the lane's settings, as written */
+		values[c] = settings_datum(&copy->config, &nulls[c]);
+		c++;
 		Assert(c <= STATS_COLS);
 		Assert(rsinfo->setDesc->natts <= c);
 
@@ -249,8 +273,8 @@ copy_list(BulkheadEntryList *list, bool running, ActivityRow *rows, int n)
 		if (bulkhead_entry_key(entry) != BULKHEAD_NO_KEY)
 			strlcpy(rows[n].key, bulkhead_key_at(bulkhead_entry_key(entry))->name,
 					sizeof(rows[n].key));
-		if (running &&
-			bulkhead_shared->moved[entry_index(entry)].since == entry->since)
+		/* moved by max_hold, or (1.3) by a statement's lane, queued or not */
+		if (bulkhead_shared->moved[entry_index(entry)].since == entry->since)
 			strlcpy(rows[n].moved_from,
 					bulkhead_shared->moved[entry_index(entry)].from, NAMEDATALEN);
 		n++;

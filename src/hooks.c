@@ -1,0 +1,468 @@
+/*-------------------------------------------------------------------------
+ *
+ * hooks.c
+ *	  Where statements pass: the planner, the executor's phases and
+ *	  ProcessUtility.  Here a statement meets the gate (gate.c) and the
+ *	  caps of its lanes (caps.c).
+ *
+ * Top-level statements.  The client's statement is planned outside any
+ * portal and over the very string the client sent (debug_query_string);
+ * its ExecutorStart, a utility's ProcessUtility, and the statement that
+ * EXECUTE or EXPLAIN ANALYZE runs come at nesting level 0.  nesting counts
+ * the planner, ExecutorRun, ExecutorFinish and ProcessUtility calls under
+ * way (but EXECUTE's and EXPLAIN's, which stand for the statement they
+ * run), as pg_stat_statements counts them, so that the queries a statement
+ * runs inside (a function's, a trigger's, a procedure's) are told apart.
+ *
+ * The gate.  The early gate comes when the planner starts on a client's
+ * top-level statement; then ExecutorStart and ProcessUtility (a cached
+ * plan, a utility).  Without statement rules the transaction's permit is
+ * taken before planning.  With them, each top-level statement is planned
+ * first and matched after (its cost is its plan's; a statement whose plan
+ * comes from the cache is matched when its executor starts, with that
+ * plan's cost); if the lane's caps change what the planner uses, the
+ * statement is planned again under them (from a copy of its query, kept
+ * only while some workload caps such settings).
+ *
+ * Caps.  While permits with lanes' settings are held, the planning of a
+ * top-level statement, each executor phase and each utility runs with the
+ * caps in force (caps.c): a phase nested in another finds them set already.
+ * Not capped: transaction control, SET and RESET (which change the
+ * session's own values), DISCARD, CALL and DO (a procedure may commit: its
+ * statements are capped one by one), EXECUTE and EXPLAIN (the statement
+ * they run is); a top-level utility outside a transaction block that may
+ * commit internally is capped for the session instead (caps.c).  A
+ * statement whose cached plan has parallel workers runs without them when
+ * the cap of max_parallel_workers_per_gather is 0 (a cap above 0 does not
+ * change a plan made before it).
+ *
+ * Owns backend-local state only (the nesting level, the plan the planner
+ * matched).  Called by bulkhead.c (init); calls gate.c, lanes.c, caps.c,
+ * local.c and follow.c.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "hooks.h"
+#include "caps.h"
+#include "follow.h"
+#include "gate.h"
+#include "lanes.h"
+#include "local.h"
+
+#include "access/xact.h"
+#include "executor/executor.h"
+#include "nodes/parsenodes.h"
+#include "optimizer/planner.h"
+#include "tcop/pquery.h"
+#include "tcop/tcopprot.h"
+#include "tcop/utility.h"
+#include "utils/snapmgr.h"
+
+/* The planner hook's arguments, which 19 extends */
+#if PG_VERSION_NUM >= 190000
+#define PLANNER_PARAMS	Query *parse, const char *query_string, \
+	int cursorOptions, ParamListInfo boundParams, ExplainState *es
+#define PLANNER_ARGS(q)	(q), query_string, cursorOptions, boundParams, es
+#else
+#define PLANNER_PARAMS	Query *parse, const char *query_string, \
+	int cursorOptions, ParamListInfo boundParams
+#define PLANNER_ARGS(q)	(q), query_string, cursorOptions, boundParams
+#endif
+
+/* ExecutorRun's arguments, which 18 shortened */
+#if PG_VERSION_NUM >= 180000
+#define RUN_PARAMS	QueryDesc *queryDesc, ScanDirection direction, uint64 count
+#define RUN_ARGS	queryDesc, direction, count
+#else
+#define RUN_PARAMS	QueryDesc *queryDesc, ScanDirection direction, \
+	uint64 count, bool execute_once
+#define RUN_ARGS	queryDesc, direction, count, execute_once
+#endif
+
+/* Planner, ExecutorRun, ExecutorFinish and ProcessUtility calls under way */
+static int	nesting = 0;
+
+/* The plan of the top-level statement that its planning matched already */
+static PlannedStmt *matched_plan = NULL;
+
+static planner_hook_type prev_planner = NULL;
+static ExecutorStart_hook_type prev_ExecutorStart = NULL;
+static ExecutorRun_hook_type prev_ExecutorRun = NULL;
+static ExecutorFinish_hook_type prev_ExecutorFinish = NULL;
+static ProcessUtility_hook_type prev_ProcessUtility = NULL;
+
+/* The next planner, at one more nesting level, with the caps in force */
+static PlannedStmt *
+plan_capped(PLANNER_PARAMS)
+{
+	PlannedStmt *result;
+	int			level = bulkhead_caps_enter(&bulkhead_caps_in_force);
+
+	nesting++;
+	PG_TRY();
+	{
+		if (prev_planner)
+			result = prev_planner(PLANNER_ARGS(parse));
+		else
+			result = standard_planner(PLANNER_ARGS(parse));
+	}
+	PG_FINALLY();
+	{
+		nesting--;
+	}
+	PG_END_TRY();
+	bulkhead_caps_leave(level);
+	return result;
+}
+
+/* Do caps a and b differ in what the planner uses? */
+static bool
+planning_caps_differ(const BulkheadCaps *a, const BulkheadCaps *b)
+{
+	int			i;
+
+	if ((a->mask ^ b->mask) & BULKHEAD_PLANNING_CAPS)
+		return true;
+	for (i = 0; i < BULKHEAD_NUM_CAPS; i++)
+		if ((a->mask & BULKHEAD_PLANNING_CAPS & (1 << i)) &&
+			a->value[i] != b->value[i])
+			return true;
+	return false;
+}
+
+/*
+ * A client's top-level statement with statement rules: planned, matched,
+ * its permit taken or moved (without the planning snapshot, as the early
+ * gate waits), and planned again if its lane's caps change the planner's
+ * settings.
+ */
+static PlannedStmt *
+plan_and_match(PLANNER_PARAMS)
+{
+	Query	   *copy = NULL;
+	BulkheadCaps before = bulkhead_caps_in_force;
+	PlannedStmt *result;
+	bool		given_up = false;
+
+	if (pg_atomic_read_u32(&bulkhead_shared->planning_lanes) > 0)
+		copy = copyObject(parse);
+	result = plan_capped(PLANNER_ARGS(parse));
+	(void) bulkhead_gate_statement(bulkhead_statement_kind(result->commandType),
+								   true, result->planTree->total_cost,
+								   IsolationUsesXactSnapshot() ? NULL : &given_up);
+	if (given_up)
+		PushActiveSnapshot(GetTransactionSnapshot());
+	if (copy != NULL && planning_caps_differ(&before, &bulkhead_caps_in_force))
+		result = plan_capped(PLANNER_ARGS(copy));
+	matched_plan = result;
+	return result;
+}
+
+/*
+ * The planner: a client's top-level statement (planned outside any portal:
+ * ActivePortal is set while one runs a function's queries, EXPLAIN,
+ * DECLARE, EXECUTE) meets the gate here.  Any planning runs with the caps
+ * in force.
+ */
+static PlannedStmt *
+hooks_planner(PLANNER_PARAMS)
+{
+	if (nesting == 0 && ActivePortal == NULL && query_string != NULL &&
+		query_string == debug_query_string)
+	{
+		bulkhead_caps_restore_pending();
+		if (bulkhead_lanes_apply())
+			return plan_and_match(PLANNER_ARGS(parse));
+		if (!bulkhead_gate_passed())
+		{
+			bool		given_up = false;
+
+			bulkhead_gate_transaction(IsolationUsesXactSnapshot() ? NULL : &given_up);
+			if (given_up)
+				PushActiveSnapshot(GetTransactionSnapshot());
+		}
+	}
+	return plan_capped(PLANNER_ARGS(parse));
+}
+
+/*
+ * A plan made before its lane capped max_parallel_workers_per_gather at 0
+ * (a cached one) runs without parallel workers: the executor enters
+ * parallel mode only when the plan says so, and a Gather then runs its
+ * plan in the leader.  (The plan is the cache's: the query's own copy of
+ * its top node says so.)
+ */
+static void
+no_parallel_workers(QueryDesc *queryDesc)
+{
+	PlannedStmt *copy;
+
+	if (!(bulkhead_caps_in_force.mask & (1 << BULKHEAD_CAP_PARALLEL_PER_GATHER)) ||
+		bulkhead_caps_in_force.value[BULKHEAD_CAP_PARALLEL_PER_GATHER] > 0 ||
+		!queryDesc->plannedstmt->parallelModeNeeded)
+		return;
+	copy = palloc(sizeof(PlannedStmt));
+	*copy = *queryDesc->plannedstmt;
+	copy->parallelModeNeeded = false;
+	queryDesc->plannedstmt = copy;
+}
+
+static void
+hooks_ExecutorStart(QueryDesc *queryDesc, int eflags)
+{
+	PlannedStmt *plan = queryDesc->plannedstmt;
+	int			level;
+
+	bulkhead_caps_restore_pending();
+	bulkhead_local_follow_moves();
+	if (nesting == 0 && !(eflags & EXEC_FLAG_EXPLAIN_ONLY) &&
+		plan != matched_plan && bulkhead_lanes_apply())
+		(void) bulkhead_gate_statement(bulkhead_statement_kind(plan->commandType),
+									   true, plan->planTree->total_cost, NULL);
+	else
+		(void) bulkhead_gate_transaction(NULL);
+	if (nesting == 0)
+		matched_plan = NULL;
+
+	no_parallel_workers(queryDesc);
+	level = bulkhead_caps_enter(&bulkhead_caps_in_force);
+	if (prev_ExecutorStart)
+		prev_ExecutorStart(queryDesc, eflags);
+	else
+		standard_ExecutorStart(queryDesc, eflags);
+	bulkhead_caps_leave(level);
+}
+
+static void
+hooks_ExecutorRun(RUN_PARAMS)
+{
+	int			level = bulkhead_caps_enter(&bulkhead_caps_in_force);
+
+	nesting++;
+	PG_TRY();
+	{
+		if (prev_ExecutorRun)
+			prev_ExecutorRun(RUN_ARGS);
+		else
+			standard_ExecutorRun(RUN_ARGS);
+	}
+	PG_FINALLY();
+	{
+		nesting--;
+	}
+	PG_END_TRY();
+	bulkhead_caps_leave(level);
+}
+
+static void
+hooks_ExecutorFinish(QueryDesc *queryDesc)
+{
+	int			level = bulkhead_caps_enter(&bulkhead_caps_in_force);
+
+	nesting++;
+	PG_TRY();
+	{
+		if (prev_ExecutorFinish)
+			prev_ExecutorFinish(queryDesc);
+		else
+			standard_ExecutorFinish(queryDesc);
+	}
+	PG_FINALLY();
+	{
+		nesting--;
+	}
+	PG_END_TRY();
+	bulkhead_caps_leave(level);
+}
+
+/*
+ * Does this top-level utility hold the gate permit for its whole run?  A
+ * top-level statement outside a transaction block may commit internally
+ * and go on in new transactions, which reach no hook of ours: CREATE INDEX
+ * CONCURRENTLY, REINDEX ... CONCURRENTLY, DROP INDEX CONCURRENTLY, ALTER
+ * TABLE ... DETACH PARTITION ... CONCURRENTLY, VACUUM, ANALYZE, CLUSTER.
+ * Holding the permit over any such statement is harmless for those that do
+ * not commit (the permit goes at the statement's own commit either way).
+ * CALL and DO are left out on purpose: a procedure that commits takes a new
+ * permit in each transaction, at its next statement.
+ */
+static bool
+runs_outside_block(Node *stmt, ProcessUtilityContext context)
+{
+	return context == PROCESS_UTILITY_TOPLEVEL &&
+		!IsTransactionBlock() && !IsA(stmt, CallStmt) && !IsA(stmt, DoStmt);
+}
+
+/* How a utility is capped */
+typedef enum UtilityCaps
+{
+	CAPS_NONE,					/* not at all */
+	CAPS_LEVEL,					/* in a GUC nesting level */
+	CAPS_SESSION				/* for the session, over its internal commits */
+} UtilityCaps;
+
+static UtilityCaps
+utility_caps(Node *stmt, ProcessUtilityContext context)
+{
+	if (bulkhead_caps_in_force.mask == 0)
+		return CAPS_NONE;
+	switch (nodeTag(stmt))
+	{
+		case T_TransactionStmt:
+		case T_VariableSetStmt:
+		case T_DiscardStmt:
+		case T_CallStmt:
+		case T_DoStmt:
+		case T_ExecuteStmt:
+		case T_ExplainStmt:
+			return CAPS_NONE;
+		case T_VacuumStmt:
+		case T_ClusterStmt:
+		case T_ReindexStmt:
+		case T_IndexStmt:
+		case T_DropStmt:
+		case T_AlterTableStmt:
+			return runs_outside_block(stmt, context) ? CAPS_SESSION : CAPS_LEVEL;
+		default:
+			return CAPS_LEVEL;
+	}
+}
+
+/*
+ * The gate for a utility: a top-level one meets the statement rules (as a
+ * utility; EXECUTE and EXPLAIN ANALYZE when the statement they run starts;
+ * EXPLAIN alone matches none) or else the session's workload.  Returns
+ * whether it holds the gate permit over its own commits.
+ */
+static bool
+gate_utility(Node *stmt, ProcessUtilityContext context)
+{
+	bool		held;
+
+	if (bulkhead_utility_needs_no_permit(stmt))
+		return false;
+	if (context == PROCESS_UTILITY_TOPLEVEL && nesting == 0 &&
+		bulkhead_lanes_apply())
+	{
+		switch (bulkhead_lane_utility(stmt))
+		{
+			case BULKHEAD_LANE_DEFER:
+				return false;
+			case BULKHEAD_LANE_UTILITY:
+				held = bulkhead_gate_statement(BULKHEAD_CMD_UTILITY, false, 0, NULL);
+				break;
+			case BULKHEAD_LANE_NONE:
+			default:
+				held = bulkhead_gate_transaction(NULL);
+				break;
+		}
+	}
+	else
+		held = bulkhead_gate_transaction(NULL);
+	return held && !bulkhead_gate_holding_for_utility() &&
+		runs_outside_block(stmt, context);
+}
+
+static void
+next_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
+					bool readOnlyTree, ProcessUtilityContext context,
+					ParamListInfo params, QueryEnvironment *queryEnv,
+					DestReceiver *dest, QueryCompletion *qc)
+{
+	if (prev_ProcessUtility)
+		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+							params, queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
+}
+
+/*
+ * Long: the gate, the hold over internal commits, the nesting level and the
+ * caps of one utility call, each undone on an error in the order taken.
+ */
+static void
+hooks_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
+					 bool readOnlyTree, ProcessUtilityContext context,
+					 ParamListInfo params, QueryEnvironment *queryEnv,
+					 DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *stmt = pstmt->utilityStmt;
+	bool		discard_all = IsA(stmt, DiscardStmt) &&
+		((DiscardStmt *) stmt)->target == DISCARD_ALL;
+	bool		counts = !IsA(stmt, ExecuteStmt) && !IsA(stmt, ExplainStmt);
+	bool		hold;
+	UtilityCaps caps;
+	volatile bool session_capped = false;
+	volatile int level = 0;
+
+	bulkhead_caps_restore_pending();
+	bulkhead_local_follow_moves();
+	if (nesting == 0)
+		matched_plan = NULL;
+	hold = gate_utility(stmt, context);
+	caps = utility_caps(stmt, context);
+
+	/*
+	 * On an error the flags go first, then the abort returns the permit
+	 * (local.c; at a FATAL the exit callback does) and pops the caps'
+	 * nesting level; session caps are put back at the next statement.
+	 */
+	if (hold)
+		bulkhead_gate_hold_for_utility(true);
+	if (caps == CAPS_SESSION)
+		session_capped = bulkhead_caps_enter_session(&bulkhead_caps_in_force);
+	else if (caps == CAPS_LEVEL)
+		level = bulkhead_caps_enter(&bulkhead_caps_in_force);
+	/* (the catch below needs no level: the abort pops it) */
+	if (counts)
+		nesting++;
+	PG_TRY();
+	{
+		next_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+							params, queryEnv, dest, qc);
+	}
+	PG_CATCH();
+	{
+		if (counts)
+			nesting--;
+		if (session_capped)
+			bulkhead_caps_leave_session(true);
+		if (hold)
+			bulkhead_gate_hold_for_utility(false);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	if (counts)
+		nesting--;
+	bulkhead_caps_leave(level);
+	if (session_capped)
+		bulkhead_caps_leave_session(false);
+	if (hold)
+		bulkhead_gate_hold_for_utility(false);
+
+	/*
+	 * Reached only when DISCARD ALL succeeded, which it cannot do inside a
+	 * transaction block: only session permits can be held here.
+	 */
+	if (discard_all)
+		bulkhead_discard_session_permits();
+}
+
+/* From _PG_init */
+void
+bulkhead_hooks_init(void)
+{
+	prev_planner = planner_hook;
+	planner_hook = hooks_planner;
+	prev_ExecutorStart = ExecutorStart_hook;
+	ExecutorStart_hook = hooks_ExecutorStart;
+	prev_ExecutorRun = ExecutorRun_hook;
+	ExecutorRun_hook = hooks_ExecutorRun;
+	prev_ExecutorFinish = ExecutorFinish_hook;
+	ExecutorFinish_hook = hooks_ExecutorFinish;
+	prev_ProcessUtility = ProcessUtility_hook;
+	ProcessUtility_hook = hooks_ProcessUtility;
+	bulkhead_gate_init();
+	bulkhead_caps_init();
+}

@@ -1,0 +1,224 @@
+/*-------------------------------------------------------------------------
+ *
+ * lanes.c
+ *	  Statement rules (1.3): a row of bulkhead_rule with min_cost or
+ *	  command chooses the lane (workload) of a statement by what it is: its
+ *	  kind (select, insert, update, delete, merge, utility) and its plan's
+ *	  estimated total cost, the top plan node's total_cost as EXPLAIN shows
+ *	  it.  Its other columns (role, database, application_name,
+ *	  client_addr) filter by session: those were matched once per session
+ *	  (rules.c), so a statement pays a comparison per statement rule that
+ *	  can match its session, and nothing when there is none.
+ *
+ * A utility has no cost: only command matches it.  EXECUTE and EXPLAIN
+ * ANALYZE are matched as the statement they run (when its executor
+ * starts, with its plan's cost: a cached generic plan's cost is its
+ * plan's); EXPLAIN without ANALYZE matches nothing.
+ *
+ * bulkhead_classify(query) plans a query without running it and answers
+ * which workload it would take, and why, as the gate would choose for the
+ * calling session's transaction's first statement.
+ *
+ * Owns no state.  Called by gate.c and by the SQL function; calls rules.c.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "lanes.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "commands/defrem.h"
+#include "executor/executor.h"
+#include "funcapi.h"
+#include "nodes/parsenodes.h"
+#include "optimizer/optimizer.h"
+#include "parser/analyze.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/snapmgr.h"
+
+PG_FUNCTION_INFO_V1(bulkhead_classify_query);
+
+uint8
+bulkhead_statement_kind(CmdType command)
+{
+	switch (command)
+	{
+		case CMD_SELECT:
+			return BULKHEAD_CMD_SELECT;
+		case CMD_INSERT:
+			return BULKHEAD_CMD_INSERT;
+		case CMD_UPDATE:
+			return BULKHEAD_CMD_UPDATE;
+		case CMD_DELETE:
+			return BULKHEAD_CMD_DELETE;
+		case CMD_MERGE:
+			return BULKHEAD_CMD_MERGE;
+		case CMD_UTILITY:
+			return BULKHEAD_CMD_UTILITY;
+		default:
+			return 0;
+	}
+}
+
+/* Is this EXPLAIN one that runs its statement (ANALYZE)? */
+static bool
+explain_analyzes(ExplainStmt *stmt)
+{
+	ListCell   *lc;
+	bool		analyze = false;
+
+	foreach(lc, stmt->options)
+	{
+		DefElem    *opt = (DefElem *) lfirst(lc);
+
+		/* a bad value is EXPLAIN's to report */
+		if (strcmp(opt->defname, "analyze") == 0)
+			analyze = opt->arg == NULL || strcmp(defGetString(opt), "false") != 0;
+	}
+	return analyze;
+}
+
+BulkheadLaneUtility
+bulkhead_lane_utility(Node *stmt)
+{
+	if (IsA(stmt, ExecuteStmt))
+		return BULKHEAD_LANE_DEFER;
+	if (IsA(stmt, ExplainStmt))
+		return explain_analyzes((ExplainStmt *) stmt) ?
+			BULKHEAD_LANE_DEFER : BULKHEAD_LANE_NONE;
+	return BULKHEAD_LANE_UTILITY;
+}
+
+const char *
+bulkhead_lane_of(uint8 kind, bool has_cost, double cost, int32 *position)
+{
+	const BulkheadRule *rules;
+	int			n;
+	int			i;
+
+	rules = bulkhead_statement_rules(&n);
+	for (i = 0; i < n; i++)
+	{
+		const BulkheadRule *rule = &rules[i];
+
+		if (rule->commands != 0 && (rule->commands & kind) == 0)
+			continue;
+		if (rule->has_min_cost && (!has_cost || cost < rule->min_cost))
+			continue;
+		*position = rule->position;
+		return rule->workload;
+	}
+	return NULL;
+}
+
+/*---- bulkhead_classify(query) ----*/
+
+/* The kind and cost of the statement that stmt runs; false: none matches */
+static bool
+describe(RawStmt *raw, const char *query, uint8 *kind, bool *has_cost,
+		 double *cost)
+{
+	Oid		   *types = NULL;
+	int			ntypes = 0;
+	List	   *queries;
+	Query	   *q;
+	PlannedStmt *plan;
+
+	*has_cost = false;
+	if (IsA(raw->stmt, ExplainStmt))
+	{
+		ExplainStmt *explain = (ExplainStmt *) raw->stmt;
+		RawStmt    *inner;
+
+		if (!explain_analyzes(explain))
+			return false;
+		inner = makeNode(RawStmt);
+		inner->stmt = explain->query;
+		inner->stmt_location = raw->stmt_location;
+		inner->stmt_len = raw->stmt_len;
+		return describe(inner, query, kind, has_cost, cost);
+	}
+
+	/* parameters ($1, ...) are allowed, their types deduced */
+	queries = pg_analyze_and_rewrite_varparams(raw, query, &types, &ntypes, NULL);
+	if (list_length(queries) != 1)
+	{
+		*kind = BULKHEAD_CMD_UTILITY;	/* a rule's rewrite into several */
+		return true;
+	}
+	q = linitial_node(Query, queries);
+	if (q->commandType == CMD_UTILITY)
+	{
+		if (IsA(q->utilityStmt, ExecuteStmt))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("bulkhead_classify cannot classify EXECUTE"),
+					 errhint("Classify the prepared statement's query itself.")));
+		*kind = BULKHEAD_CMD_UTILITY;
+		return true;
+	}
+#if PG_VERSION_NUM >= 190000
+	plan = pg_plan_query(q, query, CURSOR_OPT_PARALLEL_OK, NULL, NULL);
+#else
+	plan = pg_plan_query(q, query, CURSOR_OPT_PARALLEL_OK, NULL);
+#endif
+	/* as EXPLAIN does: the caller must be allowed to run it */
+#if PG_VERSION_NUM >= 160000
+	(void) ExecCheckPermissions(plan->rtable, plan->permInfos, true);
+#else
+	(void) ExecCheckRTPerms(plan->rtable, true);
+#endif
+	*kind = bulkhead_statement_kind(plan->commandType);
+	*has_cost = true;
+	*cost = plan->planTree->total_cost;
+	return true;
+}
+
+/*
+ * bulkhead_classify(query text): the workload the calling session's
+ * transaction would take if query were its first statement, and why:
+ * source 'rule' and the position of the statement rule that matches, else
+ * the session's classification (bulkhead_classify()).  The query is
+ * planned, not run; planning it needs the privileges running it would.
+ */
+Datum
+bulkhead_classify_query(PG_FUNCTION_ARGS)
+{
+	char	   *query;
+	List	   *raws;
+	uint8		kind = 0;
+	bool		has_cost = false;
+	double		cost = 0;
+	bool		described;
+	const char *lane = NULL;
+	int32		position = 0;
+	bool		snapshot = false;
+
+	bulkhead_check_loaded();
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("query must not be null")));
+	query = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	raws = pg_parse_query(query);
+	if (list_length(raws) != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("bulkhead_classify needs exactly one statement"),
+				 errdetail("The query has %d.", list_length(raws))));
+	if (!ActiveSnapshotSet())
+	{
+		PushActiveSnapshot(GetTransactionSnapshot());
+		snapshot = true;
+	}
+	described = describe(linitial_node(RawStmt, raws), query, &kind,
+						 &has_cost, &cost);
+	if (snapshot)
+		PopActiveSnapshot();
+	if (described)
+		lane = bulkhead_lane_of(kind, has_cost, cost, &position);
+	if (lane != NULL)
+		return bulkhead_classification_row(fcinfo, lane, "rule", position, true);
+	return bulkhead_classify(fcinfo);
+}
