@@ -88,6 +88,8 @@ GRANT SELECT ON @extschema@.bulkhead_stats TO PUBLIC;
 
 -- 1.3: the workload a query would take as the first statement of the
 -- calling session's transaction, and why: the query is planned, not run.
+-- STRICT, as bulkhead_classify(pid): bulkhead_classify(NULL), which may
+-- mean either, answers a row of NULLs.
 CREATE FUNCTION @extschema@.bulkhead_classify(
     query text,
     OUT workload text,
@@ -95,4 +97,4 @@ CREATE FUNCTION @extschema@.bulkhead_classify(
     OUT rule_position integer)
 RETURNS record
 AS 'MODULE_PATHNAME', 'bulkhead_classify_query'
-LANGUAGE C VOLATILE PARALLEL UNSAFE;
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;

@@ -359,6 +359,8 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 -- 1.3: the workload a query would take as the first statement of the
 -- calling session's transaction, and why: the query is planned, not run.
+-- STRICT, as bulkhead_classify(pid): bulkhead_classify(NULL), which may
+-- mean either, answers a row of NULLs.
 CREATE FUNCTION @extschema@.bulkhead_classify(
     query text,
     OUT workload text,
@@ -366,7 +368,7 @@ CREATE FUNCTION @extschema@.bulkhead_classify(
     OUT rule_position integer)
 RETURNS record
 AS 'MODULE_PATHNAME', 'bulkhead_classify_query'
-LANGUAGE C VOLATILE PARALLEL UNSAFE;
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 
 -- The same for any backend, as it published it (superusers only).
 CREATE FUNCTION @extschema@.bulkhead_classify(

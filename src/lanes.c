@@ -196,10 +196,6 @@ bulkhead_classify_query(PG_FUNCTION_ARGS)
 	bool		snapshot = false;
 
 	bulkhead_check_loaded();
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("query must not be null")));
 	query = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	raws = pg_parse_query(query);
 	if (list_length(raws) != 1)
