@@ -313,7 +313,7 @@ if has checkout_beside_one && has checkout_alone; then
 fi
 if has checkout_beside_queue && has checkout_alone; then
     r=$(bench_ratio "${CO_P99[checkout_beside_queue]}" "${CO_P99[checkout_alone]}")
-    echo "- beside $REPORTS_CLIENTS queued reports (none running), checkout's p99 is ${r}× alone's (${CO_P99[checkout_beside_queue]} ms against ${CO_P99[checkout_alone]} ms): the cost of a queue of waiting backends (a queued statement holds no snapshot: README, Transparent admission)"
+    echo "- beside $REPORTS_CLIENTS queued reports (none running), checkout's p99 is ${r}× alone's (${CO_P99[checkout_beside_queue]} ms against ${CO_P99[checkout_alone]} ms): the cost of a queue of waiting backends (a queued statement holds no snapshot: doc/workloads.md, Transparent admission)"
 fi
 if has budget && has siloed; then
     r=$(bench_ratio "${CO_P99[budget]}" "${CO_P99[siloed]}")

@@ -11,9 +11,9 @@
 #   python/     bulkhead.admit() (psycopg 3 + psycopg_pool), pytest
 #   pgbouncer/  pgbench through PgBouncer in transaction pooling, and what a
 #               session permit does there
-#   readme      the README's Java and Python snippets are excerpts of these
-#               tested files (README: $BULKHEAD_CLIENTS_README, default
-#               the repository's README.md)
+#   snippets    the Java and Python snippets of the documentation
+#               (README.md and doc/*.md; doc/clients.md has them) are
+#               excerpts of these tested files
 # then stops everything it started, by pid.  One line per test case, and
 # last "N passed, N failed"; exit 0 only if all passed.
 set -uo pipefail
@@ -206,22 +206,21 @@ pgbouncer_phase() {
     bh_say "pgbouncer: $(bh_fmt_us "$(($(bh_now_us) - t0))")"
 }
 
-# ---- 5. the README shows the tested code -----------------------------------
-readme_phase() {
-    local readme=${BULKHEAD_CLIENTS_README:-$ROOT/README.md} line
-    bh_say "readme: client snippets are excerpts of the tested files ($readme)"
+# ---- 5. the documentation shows the tested code ---------------------------
+snippets_phase() {
+    local line
+    bh_say "snippets: the documentation's client snippets are excerpts of the tested files"
     while IFS= read -r line; do
         case $line in
-            NONE) echo "    info: no '## Using it from your application' section in $readme" ;;
             PASS\ *) pass "${line#PASS }" ;;
             FAIL\ *) fail "${line#FAIL }" ;;
         esac
-    done < <("$PYTHON" "$HERE/readme_check.py" "$readme" "$HERE" 2>&1 ||
-             echo "FAIL readme: readme_check.py failed")
+    done < <("$PYTHON" "$HERE/snippets_check.py" "$HERE" "$ROOT/README.md" "$ROOT"/doc/*.md 2>&1 ||
+             echo "FAIL snippets: snippets_check.py failed")
 }
 
 java_tests
 python_tests
 pgbouncer_phase
-readme_phase
+snippets_phase
 finish

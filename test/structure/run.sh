@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test/structure/run.sh: the module structure of src/, checked on the built
-# objects (README.md, "How it works", has the module map).
+# objects (doc/operations.md, "The module map", lists the modules).
 #
 #   1. The calls between modules: module A depends on module B when an
 #      undefined symbol of A's object (nm -u) is defined by B's.  Every such

@@ -4,7 +4,7 @@
 # what was committed while it waited.  A REPEATABLE READ transaction keeps
 # the snapshot its first statement took, and an explicit bulkhead_acquire()
 # waits inside its statement, holding that statement's snapshot: both show
-# a backend_xmin while queued, as README.md says.
+# a backend_xmin while queued, as doc/workloads.md says.
 use strict;
 use warnings;
 use FindBin;

@@ -7,10 +7,10 @@
 #     takes ACCESS EXCLUSIVE on t for 4 s: every holder waits for a lock
 #     that admitting fewer cannot release.  The limit stays where it was
 #     (within 2) while it lasts and after it (it used to fall to
-#     min_running, and climb back at a fifth of the pace README.md states),
+#     min_running, and climb back at a fifth of the pace doc/workloads.md states),
 #     so no caller is rejected (53B01) or times out (53B02): max_queued
 #     counts against the limit in force, and 1 + 16 < 24.
-#  2. The pace README.md states: while every holder is useful, the limit
+#  2. The pace doc/workloads.md states: while every holder is useful, the limit
 #     grows by a tenth per decision (200 ms, at least one permit), so from
 #     4 to 32 in about 3 s at best; asserted within 8 s (the old estimate,
 #     an average that drags the lower past windows along, took 13 s at

@@ -86,7 +86,7 @@ is( $node->safe_psql(
 	'fixed:2/2 hot:3/8 idle:2/8',
 	'limits in force: hot and idle at min_running, below max_running 8');
 
-# The exporter's role: pg_monitor, as README.md advises, and nothing else.
+# The exporter's role: pg_monitor, as doc/monitoring.md advises, and nothing else.
 $node->safe_psql('postgres',
 	'CREATE ROLE prom LOGIN; GRANT pg_monitor TO prom');
 

@@ -25,7 +25,7 @@ if not DSN:
 PGBOUNCER_DSN = os.environ.get("BULKHEAD_PGBOUNCER_DSN")
 
 
-# README example: a report, admitted by the "reports" workload.
+# doc/clients.md example: a report, admitted by the "reports" workload.
 def count_tables(pool):
     try:
         with pool.connection() as conn:
@@ -44,7 +44,7 @@ def count_tables(pool):
     # the block means a guard of the workload (its statement_timeout) fired
 
 
-# README example: the same report for one tenant (a key) of the workload.
+# doc/clients.md example: the same report for one tenant (a key) of the workload.
 def count_tables_for(pool, tenant):
     with pool.connection() as conn:
         # the workload serves its tenants in turn, the least served first
@@ -492,7 +492,7 @@ def test_without_key_the_keyed_overload_is_not_called(admin):
 
 
 def test_readme_example(admin, pools, threads):
-    """The README example, admitted, timed out, and rejected when full."""
+    """The doc/clients.md example, admitted, timed out, and rejected when full."""
     define(admin, "reports", 1, 1, "5s")
     pool = pools(3)
     assert count_tables(pool).startswith("tables: ")
@@ -524,7 +524,7 @@ def test_readme_example(admin, pools, threads):
 
 
 def test_readme_key_example(admin, pools, threads):
-    """The README's keyed example: with one permit and no queue per tenant,
+    """The keyed example of doc/clients.md: with one permit and no queue per tenant,
     a second call of a tenant that holds a permit is rejected (53B01 of its
     key), and another tenant is served."""
     define(admin, "reports", 2, 10, "5s", max_running_per_key=1, max_queued_per_key=0)

@@ -651,9 +651,9 @@ class BulkheadTest {
         assertEquals(4, stat(w, "acquired"));
     }
 
-    // ---- the README's example --------------------------------------------
+    // ---- the examples of doc/clients.md -----------------------------------
 
-    /** README example: a report, admitted by the "reports" workload. */
+    /** doc/clients.md example: a report, admitted by the "reports" workload. */
     static String countTables(DataSource dataSource) throws SQLException {
         try {
             long n = Bulkhead.inTransaction(dataSource, "reports", Duration.ofMillis(200), conn -> {
@@ -677,7 +677,7 @@ class BulkheadTest {
         // means a guard of the workload (its statement_timeout) fired
     }
 
-    /** README example: the same report for one tenant (a key) of the workload. */
+    /** doc/clients.md example: the same report for one tenant (a key) of the workload. */
     static long countTablesFor(DataSource dataSource, String tenant) throws SQLException {
         // the workload serves its tenants in turn, the least served first
         return Bulkhead.inTransaction(dataSource, "reports", Duration.ofMillis(200), tenant, conn -> {
@@ -778,7 +778,7 @@ class BulkheadTest {
         assertIdle(w);
     }
 
-    /** The README example, admitted, rejected when full, and timed out. */
+    /** The doc/clients.md example, admitted, rejected when full, and timed out. */
     @Test
     void readmeExample() throws Exception {
         define("reports", 1, 1, "5s", null);
@@ -811,7 +811,7 @@ class BulkheadTest {
     }
 
     /**
-     * The README's keyed example: with one permit and no queue per tenant,
+     * The keyed example of doc/clients.md: with one permit and no queue per tenant,
      * a second call of a tenant that holds a permit is rejected (53B01 of its
      * key), and another tenant is served.
      */
