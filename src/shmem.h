@@ -21,7 +21,8 @@
  *   slot: parent, first_child, next_sibling   slot->lock        budget.c
  *   slot: sub_queued, reserved_sum,           slot->lock        budget.c
  *         shared_used, service(_floor), served_at,
- *         granted_at; running of a budget
+ *         granted_at; running of a budget,
+ *         and its acquired, released, moved_*
  *   every permit entry                        its slot's lock   slot.c
  *   shared->moved[] (per entry)               its slot's lock   slot.c
  *   slot: keyed, first_key, nokey, key_floor  slot->lock        keys.c
