@@ -175,10 +175,11 @@ bulkhead_admit(BulkheadSlot *slot, int slotno, BulkheadEntry *entry,
 {
 	if (unlikely(bulkhead_in_tree(slot)))
 	{
-		if (slot->first_child >= 0)
-			return BULKHEAD_ADMIT_BUDGET;
+		/* roles first: a non-member is not told it is a budget, nor its children */
 		if (config->nroles > 0 && !roles_checked)
 			return BULKHEAD_ADMIT_CHECK_ROLES;
+		if (slot->first_child >= 0)
+			return BULKHEAD_ADMIT_BUDGET;
 		if (key != NULL || slot->keyed)
 			return admit_keyed(slot, slotno, entry, scope, config, limit,
 							   timeout_us, key, now);
