@@ -229,13 +229,16 @@ report_no_key_room(const char *key)
 
 /*
  * A budget's children are named only to a user who may read them in
- * bulkhead_stats (disclose.c): the user whose roles admission checks
+ * bulkhead_stats (disclose.c): the user whose roles admission checks.
+ * (While the worker loads a new budget, its children may not be in its
+ * tree yet: none to name.)
  */
 static void
 report_budget(const char *name, BulkheadScope scope)
 {
-	bool		named = bulkhead_may_read_stats(scope == BULKHEAD_SCOPE_AUTO ?
-											GetOuterUserId() : GetUserId());
+	bool		named = budget_children[0] != '\0' &&
+		bulkhead_may_read_stats(scope == BULKHEAD_SCOPE_AUTO ?
+								GetOuterUserId() : GetUserId());
 
 	ereport(ERROR,
 			(errcode(ERRCODE_WRONG_OBJECT_TYPE),

@@ -139,6 +139,9 @@ typedef struct BulkheadConfig
 	int			idle_timeout_ms;	/* or BULKHEAD_NO_GUARD */
 	bool		shadow;
 	bool		adaptive;		/* the worker sets slot->current_limit */
+	bool		budget;			/* 1.2: some row names it as its parent: no
+								 * permit of its own, whether or not its
+								 * children are in its tree yet (or still) */
 	int			min_running;	/* its floor (when max_running >= 1) */
 	int64		max_hold_us;	/* 1.2: how long a permit may be held; 0:
 								 * no limit */

@@ -15,7 +15,10 @@
 #  4. a child is detached (parent = NULL), then its budget deleted;
 #  5. a child and its budget are deleted in one transaction while the child
 #     holds and has a waiter: the holders release by the old name, the
-#     waiter is served, the grandparent counts them until they are gone.
+#     waiter is served, the grandparent counts them until they are gone;
+#  6. a budget renamed back and forth 60 times while two sessions try to
+#     take permits by both its names: none is ever granted (neither name
+#     is a leaf for an instant while the worker loads the rename).
 use strict;
 use warnings;
 use FindBin;
@@ -263,6 +266,63 @@ ok( poll_until(
 		"SELECT acquired = 0 AND released = 0 AND running = 0 FROM bulkhead_stats WHERE workload = 'k3'"),
 	'5. k3 created again starts afresh');
 levels_hold($node, '5. b3 and k3 created again');
+
+###########################################################################
+# 6. a budget renamed back and forth while callers try to take permits of
+#    it by both its names: each name is always a budget or no workload, so
+#    no permit is ever granted (the old name never turns into a leaf for an
+#    instant between its children leaving it and its removal)
+###########################################################################
+$node->safe_psql('postgres', q{
+	INSERT INTO bulkhead_workload (name, max_running, max_queued, parent) VALUES ('rp', 2, 0, 'g');
+	INSERT INTO bulkhead_workload (name, max_running, max_queued, parent) VALUES ('rc', 2, 0, 'rp');
+	CREATE FUNCTION hammer(seconds float8) RETURNS int LANGUAGE plpgsql AS $$
+	DECLARE
+	    got int := 0;
+	    stop timestamptz := clock_timestamp() + seconds * interval '1s';
+	BEGIN
+	    WHILE clock_timestamp() < stop LOOP
+	        BEGIN
+	            IF bulkhead_try_acquire('rp') THEN
+	                got := got + 1;
+	                PERFORM bulkhead_release('rp');
+	            END IF;
+	        EXCEPTION WHEN OTHERS THEN NULL;
+	        END;
+	        BEGIN
+	            IF bulkhead_try_acquire('rq') THEN
+	                got := got + 1;
+	                PERFORM bulkhead_release('rq');
+	            END IF;
+	        EXCEPTION WHEN OTHERS THEN NULL;
+	        END;
+	    END LOOP;
+	    RETURN got;
+	END $$;
+});
+ok(poll_until($node, "SELECT parent = 'rp' FROM bulkhead_stats WHERE workload = 'rc'"),
+	'6. rc under rp');
+send_async($s[$_], 'SELECT hammer(8);') for 0 .. 1;
+{
+	my $name = 'rp';
+	for my $i (1 .. 60)
+	{
+		my $next = $name eq 'rp' ? 'rq' : 'rp';
+		$node->safe_psql('postgres',
+			"UPDATE bulkhead_workload SET name = '$next' WHERE name = '$name'");
+		ok( poll_until(
+				$node,
+				"SELECT parent = '$next' FROM bulkhead_stats WHERE workload = 'rc'"),
+			"6. rename $i loaded") or last;
+		$name = $next;
+	}
+}
+for my $i (0 .. 1)
+{
+	my ($out, $err) = finish_async($s[$i]);
+	is($out . $err, '0', "6. session $i took no permit of a budget by either name");
+}
+levels_hold($node, '6. after the renames');
 
 ###########################################################################
 # the monitor saw no level over its limit; every counter is zero or paired
