@@ -29,6 +29,7 @@ OBJS = \
 	src/rules.o \
 	src/follow.o \
 	src/gate.o \
+	src/disclose.o \
 	src/treecheck.o \
 	src/catalog.o \
 	src/tables.o \
