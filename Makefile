@@ -32,6 +32,7 @@ OBJS = \
 	src/lanes.o \
 	src/gate.o \
 	src/hooks.o \
+	src/disclose.o \
 	src/treecheck.o \
 	src/catalog.o \
 	src/tables.o \

@@ -173,12 +173,18 @@ bulkhead_admit(BulkheadSlot *slot, int slotno, BulkheadEntry *entry,
 			   int64 timeout_us, bool roles_checked, const char *key,
 			   TimestampTz now)
 {
-	if (unlikely(bulkhead_in_tree(slot)))
+	/*
+	 * A budget (by the table, config->budget: its children may not be in
+	 * its tree yet while the worker loads a rename, or may have left it)
+	 * takes the way of a tree; roles first: a non-member is not told it is
+	 * a budget, nor its children.
+	 */
+	if (unlikely(bulkhead_in_tree(slot) | config->budget))
 	{
-		if (slot->first_child >= 0)
-			return BULKHEAD_ADMIT_BUDGET;
 		if (config->nroles > 0 && !roles_checked)
 			return BULKHEAD_ADMIT_CHECK_ROLES;
+		if (slot->first_child >= 0 || config->budget)
+			return BULKHEAD_ADMIT_BUDGET;
 		if (key != NULL || slot->keyed)
 			return admit_keyed(slot, slotno, entry, scope, config, limit,
 							   timeout_us, key, now);

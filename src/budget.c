@@ -47,7 +47,9 @@
  * let a returning child take every contested permit until it caught up.)
  *
  * Writes the tree fields of the slots (shmem.h), the running counts of
- * budgets, and a slot's reserved and weight when they change.  Called by
+ * budgets and their counters (acquired, released, moved_in, moved_out:
+ * at every level acquired + moved_in = released + moved_out + running),
+ * and a slot's reserved and weight when they change.  Called by
  * slot.c (counts, serving, reconfiguring), blockers.c (the tree's shape),
  * loader.c (re-parenting); calls no other module.
  *
@@ -219,6 +221,37 @@ bulkhead_budget_adjust(BulkheadSlot *slot, int drunning, int dqueued,
 		else
 			budget->stats.released++;
 	}
+}
+
+/* Is budget on the path from slot up to its root (slot itself included)? */
+static bool
+on_path(const BulkheadSlot *budget, const BulkheadSlot *slot)
+{
+	for (; slot != NULL; slot = parent_of(slot))
+		if (slot == budget)
+			return true;
+	return false;
+}
+
+/*
+ * The worker moved a holder from leaf from to leaf to (runaway holders;
+ * bulkhead_budget_adjust counted neither end): the budgets above from that
+ * are not above to count it in moved_out, those above to that are not
+ * above from in moved_in.  A budget above both keeps the permit in its
+ * subtree: no move there.  So at every level acquired + moved_in =
+ * released + moved_out + running.
+ */
+void
+bulkhead_budget_count_move(BulkheadSlot *from, BulkheadSlot *to)
+{
+	BulkheadSlot *budget;
+
+	for (budget = parent_of(from); budget != NULL; budget = parent_of(budget))
+		if (!on_path(budget, to))
+			budget->stats.moved_out++;
+	for (budget = parent_of(to); budget != NULL; budget = parent_of(budget))
+		if (!on_path(budget, from))
+			budget->stats.moved_in++;
 }
 
 /* The candidate a budget's children offer, compared by the grant order */
@@ -425,36 +458,18 @@ set_tree_lock(BulkheadSlot *top, LWLock *lock)
 }
 
 /*
- * The worker's load (dir_lock held exclusively): make every in-use slot's
- * parent new_parent[slot] (-1: a root), which loader.c checked (no cycle,
- * depth at most BULKHEAD_MAX_DEPTH, free slots -1).  Every tree changed,
- * old and new, is first moved onto the transit lock, which is held from
- * start to end: one tree at a time, holding its lock while its slots'
+ * Move every tree that re-parenting to new_parent[] changes, the one a
+ * slot leaves and the one it joins, onto the transit lock, which the
+ * caller holds: one tree at a time, holding its lock while its slots'
  * lock in force changes (a backend waiting for the old lock finds the
- * transit lock in force when it gets it, and waits for that).  Then the
- * subtrees move and the counts of every level follow, under that one lock;
- * last, each tree's slots get the own lock of its root, again one tree at
- * a time.  To backends the whole change is one step, and the worker holds
- * at most three LWLocks, however many trees change.  Returns whether
- * anything changed (the caller then serves every tree).  Never throws.
+ * transit lock in force when it gets it, and waits for that).
  */
-bool
-bulkhead_budget_restructure(const int *new_parent)
+static void
+move_onto_transit(const int *new_parent, LWLock *transit)
 {
-	int			nslots = bulkhead_shared->nslots;
-	LWLock	   *transit = bulkhead_shared->transit_lock;
-	bool		changed = false;
-	TimestampTz now;
 	int			i;
 
-	for (i = 0; i < nslots; i++)
-		if (new_parent[i] != bulkhead_slot_at(i)->parent)
-			changed = true;
-	if (!changed)
-		return false;
-
-	LWLockAcquire(transit, LW_EXCLUSIVE);
-	for (i = 0; i < nslots; i++)
+	for (i = 0; i < bulkhead_shared->nslots; i++)
 	{
 		BulkheadSlot *slot = bulkhead_slot_at(i);
 		BulkheadSlot *roots[2];
@@ -477,6 +492,73 @@ bulkhead_budget_restructure(const int *new_parent)
 			LWLockRelease(lock);
 		}
 	}
+}
+
+/*
+ * Re-parenting carried permits with the subtrees it moved: a budget whose
+ * subtree holds more than before (before[], the running of each slot on
+ * the transit lock, the only ones that changed) counts them in moved_in,
+ * one that holds fewer in moved_out, as for a holder moved by max_hold
+ * (bulkhead_budget_count_move); a budget above both the old and the new
+ * place sees no change.  So at every level acquired + moved_in = released
+ * + moved_out + running still holds.  (A moved slot's own running does not
+ * change: it takes its holders along.)
+ */
+static void
+count_carried(const int *before, LWLock *transit)
+{
+	int			i;
+
+	for (i = 0; i < bulkhead_shared->nslots; i++)
+	{
+		BulkheadSlot *slot = bulkhead_slot_at(i);
+		int			d;
+
+		if (slot->lock != transit)
+			continue;
+		d = slot->running - before[i];
+		if (d > 0)
+			slot->stats.moved_in += d;
+		else if (d < 0)
+			slot->stats.moved_out += -d;
+	}
+}
+
+/*
+ * The worker's load (dir_lock held exclusively): make every in-use slot's
+ * parent new_parent[slot] (-1: a root), which loader.c checked (no cycle,
+ * depth at most BULKHEAD_MAX_DEPTH, free slots -1).  Every tree changed,
+ * old and new, is first moved onto the transit lock, which is held from
+ * start to end (move_onto_transit).  Then the subtrees move and the counts
+ * of every level follow, under that one lock; last, each tree's slots get
+ * the own lock of its root, one tree at a time.  To backends the whole
+ * change is one step, and the worker holds at most three LWLocks, however
+ * many trees change.  Returns whether anything changed (the caller then
+ * serves every tree).  Throws only before it takes a lock (out of memory).
+ */
+bool
+bulkhead_budget_restructure(const int *new_parent)
+{
+	int			nslots = bulkhead_shared->nslots;
+	LWLock	   *transit = bulkhead_shared->transit_lock;
+	bool		changed = false;
+	int		   *before;
+	TimestampTz now;
+	int			i;
+
+	for (i = 0; i < nslots; i++)
+		if (new_parent[i] != bulkhead_slot_at(i)->parent)
+			changed = true;
+	if (!changed)
+		return false;
+	before = palloc(sizeof(int) * nslots);
+
+	LWLockAcquire(transit, LW_EXCLUSIVE);
+	move_onto_transit(new_parent, transit);
+	/* only the worker changes the locks in force: read without a lock */
+	for (i = 0; i < nslots; i++)
+		before[i] = bulkhead_slot_at(i)->lock == transit ?
+			bulkhead_slot_at(i)->running : 0;
 
 	now = GetCurrentTimestamp();
 	for (i = 0; i < nslots; i++)
@@ -485,6 +567,7 @@ bulkhead_budget_restructure(const int *new_parent)
 	for (i = 0; i < nslots; i++)
 		if (new_parent[i] >= 0 && bulkhead_slot_at(i)->parent < 0)
 			attach(bulkhead_slot_at(i), bulkhead_slot_at(new_parent[i]), now);
+	count_carried(before, transit);
 
 	/* every tree on the transit lock gets its root's own lock */
 	for (i = 0; i < nslots; i++)
@@ -499,5 +582,6 @@ bulkhead_budget_restructure(const int *new_parent)
 		LWLockRelease(root->own_lock);
 	}
 	LWLockRelease(transit);
+	pfree(before);
 	return true;
 }

@@ -106,7 +106,7 @@ extern int	bulkhead_budget_pick(BulkheadSlot *slot, TimestampTz now);
 extern void bulkhead_budget_reconfigure(BulkheadSlot *slot,
 										const BulkheadConfig *old,
 										TimestampTz now);
-extern void bulkhead_budget_detach_empty(BulkheadSlot *slot);
+extern void bulkhead_budget_count_move(BulkheadSlot *from, BulkheadSlot *to);
 
 /* The worker's load: make the trees those of new_parent[] (slot indexes) */
 extern bool bulkhead_budget_restructure(const int *new_parent);

@@ -20,11 +20,13 @@
  *
  * Owns no shared state: it asks the worker to reload through shmem.c.
  * Called by loader.c (the lookups) and by the triggers; reads the settings
- * of shmem.c and rules.c; has the trees of budgets checked (treecheck.c).
+ * of shmem.c and rules.c; has the trees of budgets checked (treecheck.c);
+ * tells the row count only to who may count the rows (disclose.c).
  *
  *-------------------------------------------------------------------------
  */
 #include "catalog.h"
+#include "disclose.h"
 #include "rules.h"
 #include "treecheck.h"
 
@@ -353,14 +355,24 @@ check_row_count(Relation rel, const ConfigTable *ct)
 	table_endscan(scan);
 	UnregisterSnapshot(snapshot);
 
-	if (rows > ct->limit)
+	if (rows <= ct->limit)
+		return;
+	/* the count only to a role that may count the rows (disclose.c) */
+	if (!bulkhead_may_read_rows(rel, NULL, 0))
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("too many bulkhead %s", ct->what),
-				 errdetail("%s would hold %lld rows; shared memory has room for %d.",
-						   ct->table, (long long) rows, ct->limit),
+				 errdetail("Shared memory has room for %d rows of %s.",
+						   ct->limit, ct->table),
 				 errhint("Raise \"%s\" and restart the server.",
 						 ct->limit_setting)));
+	ereport(ERROR,
+			(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+			 errmsg("too many bulkhead %s", ct->what),
+			 errdetail("%s would hold %lld rows; shared memory has room for %d.",
+					   ct->table, (long long) rows, ct->limit),
+			 errhint("Raise \"%s\" and restart the server.",
+					 ct->limit_setting)));
 }
 
 /* BEFORE and AFTER ... FOR EACH STATEMENT trigger on a configuration table */

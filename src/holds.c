@@ -143,7 +143,8 @@ move_overdue(int fromno, const char *to_name, int n, TimestampTz now)
 	LWLockAcquire(locks[0], LW_EXCLUSIVE);
 	if (locks[1] != locks[0])
 		LWLockAcquire(locks[1], LW_EXCLUSIVE);
-	if (bulkhead_slot_matches(to, to_name) && to->first_child < 0)
+	if (bulkhead_slot_matches(to, to_name) && to->first_child < 0 &&
+		!to->config.budget)
 	{
 		for (i = 0; i < n; i++)
 		{

@@ -49,6 +49,41 @@ free_slot(void)
 	return -1;
 }
 
+static int
+compare_names(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *) a, *(const char *const *) b);
+}
+
+/*
+ * Mark the rows that some row names as its parent: budgets, by the table.
+ * Admission refuses them (42809) from the moment they are defined, before
+ * their children join their tree at link_trees(), and after the children
+ * left it (a budget renamed: its old name stays defined until the rules
+ * are replaced), so a budget's name never takes permits as a leaf for an
+ * instant, nor holds one when its children arrive.
+ */
+static void
+mark_budgets(WorkloadRow *rows, int nrows)
+{
+	const char **parents = palloc(sizeof(char *) * Max(nrows, 1));
+	int			n = 0;
+	int			r;
+
+	for (r = 0; r < nrows; r++)
+		if (rows[r].config.parent[0] != '\0')
+			parents[n++] = rows[r].config.parent;
+	qsort(parents, n, sizeof(char *), compare_names);
+	for (r = 0; r < nrows; r++)
+	{
+		const char *name = rows[r].name;
+
+		rows[r].config.budget = n > 0 &&
+			bsearch(&name, parents, n, sizeof(char *), compare_names) != NULL;
+	}
+	pfree(parents);
+}
+
 /*
  * Define the workloads of rows that placed[] does not mark yet: update
  * those that have a slot, put new ones into free slots, and mark them in
@@ -233,6 +268,7 @@ apply_config(WorkloadRow *rows, int nrows, const BulkheadRuleList *rules,
 			planning_lanes++;
 	pg_atomic_write_u32(&shared->planning_lanes, planning_lanes);
 
+	mark_budgets(rows, nrows);
 	LWLockAcquire(shared->dir_lock, LW_EXCLUSIVE);
 	skipped = define_rows(rows, nrows, placed);
 	link_trees();

@@ -14,12 +14,14 @@
  * local.c's abort and exit callbacks.
  *
  * Owns no shared state: it changes slots through slot.c and this backend's
- * permits through local.c.  Called by functions.c and gate.c.
+ * permits through local.c; disclose.c says whether a budget's children may
+ * be named to the caller.  Called by functions.c and gate.c.
  *
  *-------------------------------------------------------------------------
  */
 #include "permit.h"
 #include "deadlock.h"
+#include "disclose.h"
 #include "proof.h"
 #include "guard.h"
 #include "local.h"
@@ -225,17 +227,31 @@ report_no_key_room(const char *key)
 					 bulkhead_shared->nkeys)));
 }
 
+/*
+ * A budget's children are named only to a user who may read them in
+ * bulkhead_stats (disclose.c): the user whose roles admission checks.
+ * (While the worker loads a new budget, its children may not be in its
+ * tree yet: none to name.)
+ */
 static void
 report_budget(const char *name, BulkheadScope scope)
 {
+	bool		named = budget_children[0] != '\0' &&
+		bulkhead_may_read_stats(scope == BULKHEAD_SCOPE_AUTO ?
+								GetOuterUserId() : GetUserId());
+
 	ereport(ERROR,
 			(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 			 errmsg("workload \"%s\" is a budget", name),
 			 errdetail("Permits are taken of the workloads under a budget, not of the budget itself."),
 			 scope == BULKHEAD_SCOPE_AUTO ?
-			 errhint("Name one of its children in \"bulkhead.workload\" or in the rule that classified the session: %s.",
-					 budget_children) :
-			 errhint("Acquire a permit of one of its children: %s.", budget_children)));
+			 (named ?
+			  errhint("Name one of its children in \"bulkhead.workload\" or in the rule that classified the session: %s.",
+					  budget_children) :
+			  errhint("Name one of its children in \"bulkhead.workload\" or in the rule that classified the session.")) :
+			 (named ?
+			  errhint("Acquire a permit of one of its children: %s.", budget_children) :
+			  errhint("Acquire a permit of one of its children."))));
 }
 
 static void

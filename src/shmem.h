@@ -21,7 +21,8 @@
  *   slot: parent, first_child, next_sibling   slot->lock        budget.c
  *   slot: sub_queued, reserved_sum,           slot->lock        budget.c
  *         shared_used, service(_floor), served_at,
- *         granted_at; running of a budget
+ *         granted_at; running of a budget,
+ *         and its acquired, released, moved_*
  *   every permit entry                        its slot's lock   slot.c
  *   shared->moved[] (per entry)               its slot's lock   slot.c
  *   slot: keyed, first_key, nokey, key_floor  slot->lock        keys.c
@@ -172,6 +173,9 @@ typedef struct BulkheadConfig
 	int			idle_timeout_ms;	/* or BULKHEAD_NO_GUARD */
 	bool		shadow;
 	bool		adaptive;		/* the worker sets slot->current_limit */
+	bool		budget;			/* 1.2: some row names it as its parent: no
+								 * permit of its own, whether or not its
+								 * children are in its tree yet (or still) */
 	int			min_running;	/* its floor (when max_running >= 1) */
 	int64		max_hold_us;	/* 1.2: how long a permit may be held; 0:
 								 * no limit */

@@ -360,7 +360,10 @@ bulkhead_slot_note_over_hold(BulkheadSlot *slot)
  * limit (to grants nothing new until it is back under), and from's queue
  * is served at once.  The caller (the worker) holds the locks of both
  * (one lock when they share a tree).  The entry remembers where it came
- * from (shared->moved) for bulkhead_activity.
+ * from (shared->moved) for bulkhead_activity.  Each end counts it in
+ * moved_out / moved_in, and so do the budgets it leaves or joins
+ * (budget.c): at every level, acquired + moved_in = released + moved_out
+ * + running.
  */
 void
 bulkhead_slot_move(BulkheadSlot *from, BulkheadSlot *to, int tono,
@@ -389,6 +392,8 @@ bulkhead_slot_move(BulkheadSlot *from, BulkheadSlot *to, int tono,
 	strlcpy(moved->from, from->name, NAMEDATALEN);
 	from->stats.moved_out++;
 	to->stats.moved_in++;
+	if (bulkhead_in_tree(from) || bulkhead_in_tree(to))
+		bulkhead_budget_count_move(from, to);
 	bulkhead_slot_serve(from, wakeups);
 }
 

@@ -12,14 +12,17 @@
  * make half of a cycle (or each reserve half of a budget) cannot both
  * pass, whatever their isolation level, as for the row count.  The scan
  * runs no SQL: neither the caller's search_path nor its privileges come
- * into play.
+ * into play.  So its errors name other rows and their figures only to a
+ * role that may read them (disclose.c); others are told what rule the
+ * statement breaks, with the same SQLSTATE, and no other row.
  *
- * Owns no state.  Called by catalog.c only; calls no other module.
+ * Owns no state.  Called by catalog.c only; calls disclose.c.
  *
  *-------------------------------------------------------------------------
  */
 #include "treecheck.h"
 #include "budget.h"
+#include "disclose.h"
 
 #include "access/htup_details.h"
 #include "access/tableam.h"
@@ -123,9 +126,63 @@ path_up(TreeRow *rows, int i, int steps)
 	return buf.data;
 }
 
+/*
+ * May the caller be told the other rows an error names: their names,
+ * parents, limits, reservations, move_to (disclose.c)?  Asked only once a
+ * rule is broken.
+ */
+static bool
+disclose(Relation rel)
+{
+	static const char *const shown[] = {"name", "parent", "max_running",
+	"reserved", "move_to"};
+
+	return bulkhead_may_read_rows(rel, shown, lengthof(shown));
+}
+
+/* Told to a role that may not read the rows an error would name */
+#define HIDDEN_DETAIL \
+	errdetail("The workloads involved are named only to roles that may read every row of bulkhead_workload.")
+
+static void
+report_cycle(Relation rel, TreeRow *rows, int i, int steps)
+{
+	if (!disclose(rel))
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("parents of workloads would form a cycle"),
+				 HIDDEN_DETAIL,
+				 errhint("A budget cannot draw from its own subtree.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_CHECK_VIOLATION),
+			 errmsg("parents of workload \"%s\" form a cycle", rows[i].name),
+			 errdetail("Its path up: %s.", path_up(rows, i, steps)),
+			 errhint("A budget cannot draw from its own subtree.")));
+}
+
+static void
+report_depth(Relation rel, TreeRow *rows, int n, int i)
+{
+	if (!disclose(rel))
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("a tree of budgets would be more than %d levels deep",
+						BULKHEAD_MAX_DEPTH),
+				 HIDDEN_DETAIL,
+				 errhint("A tree of budgets has at most %d levels.",
+						 BULKHEAD_MAX_DEPTH)));
+	ereport(ERROR,
+			(errcode(ERRCODE_CHECK_VIOLATION),
+			 errmsg("workload \"%s\" is more than %d levels deep",
+					rows[i].name, BULKHEAD_MAX_DEPTH),
+			 errdetail("Its path up: %s.", path_up(rows, i, n)),
+			 errhint("A tree of budgets has at most %d levels.",
+					 BULKHEAD_MAX_DEPTH)));
+}
+
 /* Cycles first (a row on one), then depth; rows are in name order */
 static void
-check_shape(TreeRow *rows, int n)
+check_shape(Relation rel, TreeRow *rows, int n)
 {
 	int			i;
 
@@ -140,11 +197,7 @@ check_shape(TreeRow *rows, int n)
 			steps++;
 		}
 		if (x == i)
-			ereport(ERROR,
-					(errcode(ERRCODE_CHECK_VIOLATION),
-					 errmsg("parents of workload \"%s\" form a cycle", rows[i].name),
-					 errdetail("Its path up: %s.", path_up(rows, i, steps)),
-					 errhint("A budget cannot draw from its own subtree.")));
+			report_cycle(rel, rows, i, steps);
 	}
 	for (i = 0; i < n; i++)
 	{
@@ -157,49 +210,73 @@ check_shape(TreeRow *rows, int n)
 			depth++;
 		}
 		if (depth > BULKHEAD_MAX_DEPTH)
-			ereport(ERROR,
-					(errcode(ERRCODE_CHECK_VIOLATION),
-					 errmsg("workload \"%s\" is more than %d levels deep",
-							rows[i].name, BULKHEAD_MAX_DEPTH),
-					 errdetail("Its path up: %s.", path_up(rows, i, n)),
-					 errhint("A tree of budgets has at most %d levels.",
-							 BULKHEAD_MAX_DEPTH)));
+			report_depth(rel, rows, n, i);
 	}
+}
+
+/* The reservations of budget b's children (total) exceed its max_running */
+static void
+report_reservations(Relation rel, TreeRow *rows, int n, int b, int64 total)
+{
+	StringInfoData children;
+	int			i;
+
+	if (!disclose(rel))
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("reservations under a budget would exceed its max_running"),
+				 HIDDEN_DETAIL,
+				 errhint("Lower the children's reserved, or raise the budget's max_running, in one statement.")));
+	initStringInfo(&children);
+	for (i = 0; i < n; i++)
+		if (rows[i].up == b)
+			appendStringInfo(&children, "%s\"%s\" (%d)",
+							 children.len > 0 ? ", " : "",
+							 rows[i].name, rows[i].reserved);
+	ereport(ERROR,
+			(errcode(ERRCODE_CHECK_VIOLATION),
+			 errmsg("reservations under budget \"%s\" exceed its max_running",
+					rows[b].name),
+			 errdetail("Its children's reservations add up to %lld: %s; its max_running is %d.",
+					   (long long) total, children.data, rows[b].max_running),
+			 errhint("Lower the children's reserved, or raise the budget's max_running, in one statement.")));
+}
+
+/* Row i's move_to names budget to */
+static void
+report_move_to_budget(Relation rel, TreeRow *rows, int i, int to)
+{
+	if (!disclose(rel))
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("a workload would move permits to a budget"),
+				 HIDDEN_DETAIL,
+				 errhint("Name one of the budget's children in move_to.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_CHECK_VIOLATION),
+			 errmsg("workload \"%s\" cannot move permits to budget \"%s\"",
+					rows[i].name, rows[to].name),
+			 errdetail("Permits are held of the workloads under a budget, not of the budget itself."),
+			 errhint("Name one of the budget's children in move_to.")));
 }
 
 /* Each budget's children's reservations; no move_to naming a budget */
 static void
-check_budgets(TreeRow *rows, int n)
+check_budgets(Relation rel, TreeRow *rows, int n)
 {
 	int			b;
 	int			i;
 
 	for (b = 0; b < n; b++)
 	{
-		StringInfoData children;
 		int64		total = 0;
-		bool		any = false;
 
-		initStringInfo(&children);
 		for (i = 0; i < n; i++)
-		{
-			if (rows[i].up != b)
-				continue;
-			total += rows[i].reserved;
-			appendStringInfo(&children, "%s\"%s\" (%d)", any ? ", " : "",
-							 rows[i].name, rows[i].reserved);
-			any = true;
-		}
+			if (rows[i].up == b)
+				total += rows[i].reserved;
 		/* a paused budget (max_running 0) keeps its children's reservations */
 		if (rows[b].max_running > 0 && total > rows[b].max_running)
-			ereport(ERROR,
-					(errcode(ERRCODE_CHECK_VIOLATION),
-					 errmsg("reservations under budget \"%s\" exceed its max_running",
-							rows[b].name),
-					 errdetail("Its children's reservations add up to %lld: %s; its max_running is %d.",
-							   (long long) total, children.data, rows[b].max_running),
-					 errhint("Lower the children's reserved, or raise the budget's max_running, in one statement.")));
-		pfree(children.data);
+			report_reservations(rel, rows, n, b, total);
 	}
 	for (i = 0; i < n; i++)
 	{
@@ -208,12 +285,7 @@ check_budgets(TreeRow *rows, int n)
 
 		for (c = 0; to >= 0 && c < n; c++)
 			if (rows[c].up == to)
-				ereport(ERROR,
-						(errcode(ERRCODE_CHECK_VIOLATION),
-						 errmsg("workload \"%s\" cannot move permits to budget \"%s\"",
-								rows[i].name, rows[to].name),
-						 errdetail("Permits are held of the workloads under a budget, not of the budget itself."),
-						 errhint("Name one of the budget's children in move_to.")));
+				report_move_to_budget(rel, rows, i, to);
 	}
 }
 
@@ -238,7 +310,7 @@ bulkhead_check_trees(Relation rel)
 	UnregisterSnapshot(snapshot);
 	for (i = 0; i < n; i++)
 		rows[i].up = find_row(rows, n, rows[i].parent);
-	check_shape(rows, n);
-	check_budgets(rows, n);
+	check_shape(rel, rows, n);
+	check_budgets(rel, rows, n);
 	pfree(rows);
 }

@@ -20,6 +20,7 @@ our @EXPORT = qw(
   bulkhead_node wait_loaded wait_classified session verbose_session send_async finish_async sql sql2
   close_session poll_until stats activity_states waiting_backends
   worker_pid all_counts queue_recorders grant_order finish_recorders
+  budget_violations levels_hold
 );
 
 # Every node these tests make is UTF8 with the C locale, whatever the
@@ -362,6 +363,75 @@ sub finish_recorders
 		is($err, '', 'a waiter acquired and released without error');
 		close_session($s);
 	}
+}
+
+# What breaks the counts of the trees of budgets, at a quiescent moment (no
+# acquire, release or load under way), as one string ('' when nothing):
+# for every workload of bulkhead_stats (leaf or budget), running must be
+# the permits really held in its subtree (the running rows of
+# bulkhead_activity), within its limit in force (enforce mode), and its
+# counters must pair up: acquired + moved_in = released + moved_out +
+# running.  Every permit held must count in some workload.  %drain names
+# workloads deleted or renamed while they still hold or await permits
+# (bulkhead_activity shows them under their old names; bulkhead_stats has
+# no row for them) => the budget they still count in ('' for none).
+sub budget_violations
+{
+	my ($node, %drain) = @_;
+	my $extra = join(
+		'',
+		map {
+			my $p = $drain{$_} eq '' ? 'NULL' : "'$drain{$_}'";
+			" UNION ALL SELECT '$_'::text, ${p}::text"
+		} sort keys %drain);
+	return $node->safe_psql(
+		'postgres', qq{
+		WITH RECURSIVE tree(workload, parent) AS (
+		    SELECT workload, parent FROM bulkhead_stats$extra
+		), sub(top, w) AS (
+		    SELECT workload, workload FROM tree
+		    UNION ALL
+		    SELECT sub.top, tree.workload FROM sub JOIN tree ON tree.parent = sub.w
+		), act AS MATERIALIZED (
+		    SELECT workload FROM bulkhead_activity WHERE state = 'running'
+		), held AS (
+		    SELECT top, count(act.workload) AS n
+		      FROM sub LEFT JOIN act ON act.workload = sub.w GROUP BY top
+		), st AS MATERIALIZED (
+		    SELECT * FROM bulkhead_stats
+		)
+		SELECT coalesce(string_agg(v, '; ' ORDER BY v), '') FROM (
+		    SELECT st.workload || ': running ' || st.running || ', held ' || held.n AS v
+		      FROM st JOIN held ON held.top = st.workload WHERE st.running <> held.n
+		    UNION ALL
+		    SELECT workload || ': running ' || running || ' over its limit ' || current_limit
+		      FROM st WHERE mode = 'enforce' AND running > current_limit
+		    UNION ALL
+		    SELECT workload || ': acquired ' || acquired || ' + moved_in ' || moved_in
+		           || ' <> released ' || released || ' + moved_out ' || moved_out
+		           || ' + running ' || running
+		      FROM st WHERE acquired + moved_in <> released + moved_out + running
+		    UNION ALL
+		    SELECT 'a permit of ' || workload || ' counts nowhere'
+		      FROM act WHERE workload NOT IN (SELECT workload FROM tree)
+		) x});
+}
+
+# Test that budget_violations finds nothing, polling for a while: a waiter
+# that was handed a permit counts it in its workload's acquired once it
+# runs again.  $label names the moment.
+sub levels_hold
+{
+	my ($node, $label, %drain) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	my $v;
+	for (1 .. 100)
+	{
+		$v = budget_violations($node, %drain);
+		last if $v eq '';
+		usleep(50_000);
+	}
+	return is($v, '', "$label: every level counts what is held, within its limit, counters paired");
 }
 
 1;

@@ -1,0 +1,20 @@
+/*-------------------------------------------------------------------------
+ *
+ * disclose.h
+ *	  What an error may tell its caller about workloads other than the one
+ *	  it named (disclose.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BULKHEAD_DISCLOSE_H
+#define BULKHEAD_DISCLOSE_H
+
+#include "base.h"
+
+#include "utils/relcache.h"
+
+extern bool bulkhead_may_read_rows(Relation rel, const char *const *columns,
+								   int ncolumns);
+extern bool bulkhead_may_read_stats(Oid user);
+
+#endif							/* BULKHEAD_DISCLOSE_H */
