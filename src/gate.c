@@ -149,8 +149,8 @@ move_permit(int li, const char *name, const char *key, bool *snapshot_given_up)
 }
 
 /* Is this backend, in this state, one the gate applies to? */
-static bool
-gate_applies(void)
+bool
+bulkhead_gate_applies(void)
 {
 	return MyBackendType == B_BACKEND && !am_walsender && !IsParallelWorker() &&
 		!IsAbortedTransactionBlockState() && bulkhead_shared != NULL;
@@ -259,7 +259,7 @@ bulkhead_gate_transaction(bool *snapshot_given_up)
 
 	if (gate_passed)
 		return bulkhead_nheld > 0;
-	if (!gate_applies())
+	if (!bulkhead_gate_applies())
 		return false;
 	take_permit(NULL, 0, -1, 0, false, 0, snapshot_given_up);
 	arm_statement_timeout(statement_timeout);
@@ -285,7 +285,7 @@ bulkhead_gate_statement(uint8 kind, bool has_cost, double cost,
 	int			auto_li;
 	int			statement_timeout = StatementTimeout;
 
-	if (!gate_applies())
+	if (!bulkhead_gate_applies())
 		return false;
 	lane = bulkhead_lane_of(kind, has_cost, cost, &position);
 	if (lane == NULL)

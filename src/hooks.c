@@ -91,6 +91,17 @@ static ExecutorRun_hook_type prev_ExecutorRun = NULL;
 static ExecutorFinish_hook_type prev_ExecutorFinish = NULL;
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
+/*
+ * Has this statement statement rules to meet?  Only a client backend's
+ * (not a parallel worker's, a walsender's, a background worker's), and
+ * then one atomic read when the rule set has none.
+ */
+static inline bool
+lanes_here(void)
+{
+	return bulkhead_gate_applies() && bulkhead_lanes_apply();
+}
+
 /* The next planner, at one more nesting level, with the caps in force */
 static PlannedStmt *
 plan_capped(PLANNER_PARAMS)
@@ -171,7 +182,7 @@ hooks_planner(PLANNER_PARAMS)
 		query_string == debug_query_string)
 	{
 		bulkhead_caps_restore_pending();
-		if (bulkhead_lanes_apply())
+		if (lanes_here())
 			return plan_and_match(PLANNER_ARGS(parse));
 		if (!bulkhead_gate_passed())
 		{
@@ -216,7 +227,7 @@ hooks_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	bulkhead_caps_restore_pending();
 	bulkhead_local_follow_moves();
 	if (nesting == 0 && !(eflags & EXEC_FLAG_EXPLAIN_ONLY) &&
-		plan != matched_plan && bulkhead_lanes_apply())
+		plan != matched_plan && lanes_here())
 		(void) bulkhead_gate_statement(bulkhead_statement_kind(plan->commandType),
 									   true, plan->planTree->total_cost, NULL);
 	else
@@ -341,8 +352,7 @@ gate_utility(Node *stmt, ProcessUtilityContext context)
 
 	if (bulkhead_utility_needs_no_permit(stmt))
 		return false;
-	if (context == PROCESS_UTILITY_TOPLEVEL && nesting == 0 &&
-		bulkhead_lanes_apply())
+	if (context == PROCESS_UTILITY_TOPLEVEL && nesting == 0 && lanes_here())
 	{
 		switch (bulkhead_lane_utility(stmt))
 		{
@@ -449,6 +459,15 @@ hooks_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 		bulkhead_discard_session_permits();
 }
 
+/* A plan matched in a transaction that ended is no one's (its memory is gone) */
+static void
+hooks_xact_callback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PREPARE)
+		matched_plan = NULL;
+}
+
 /* From _PG_init */
 void
 bulkhead_hooks_init(void)
@@ -463,6 +482,7 @@ bulkhead_hooks_init(void)
 	ExecutorFinish_hook = hooks_ExecutorFinish;
 	prev_ProcessUtility = ProcessUtility_hook;
 	ProcessUtility_hook = hooks_ProcessUtility;
+	RegisterXactCallback(hooks_xact_callback, NULL);
 	bulkhead_gate_init();
 	bulkhead_caps_init();
 }
