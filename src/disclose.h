@@ -9,7 +9,7 @@
 #ifndef BULKHEAD_DISCLOSE_H
 #define BULKHEAD_DISCLOSE_H
 
-#include "bulkhead.h"
+#include "base.h"
 
 #include "utils/relcache.h"
 
