@@ -114,6 +114,29 @@ check('prereqs: PostgreSQL %r is the oldest major tested (%s)'
       % (pg_req, majors[0] if majors else '?'),
       bool(majors) and pg_req == '%d.0.0' % majors[0])
 
+# released install and upgrade scripts are never edited again: each one
+# listed in test/meta/released.sha256 (sql/ file names, as sha256sum
+# writes them) still has its recorded SHA-256 sum; 1.0, 1.1 and 1.2 are
+# released
+import hashlib
+released = {}
+for line in open(os.path.join(tree, 'test/meta/released.sha256'), encoding='utf-8'):
+    line = line.strip()
+    if line:
+        digest, name = line.split(None, 1)
+        released[name.lstrip('*')] = digest
+for name, digest in sorted(released.items()):
+    path = os.path.join(tree, 'sql', name)
+    try:
+        actual = hashlib.sha256(open(path, 'rb').read()).hexdigest()
+    except OSError as e:
+        actual = str(e)
+    check('released script %s is unchanged' % name, actual == digest,
+          'its SHA-256 is %s, released as %s' % (actual, digest))
+for v in ('1.0', '1.1', '1.2'):
+    check('the %s install script is recorded as released' % v,
+          'bulkhead--%s.sql' % v in released)
+
 # the license: the PostgreSQL License, the same in LICENSE, META.json,
 # debian/copyright and README.md
 check('license is "postgresql"', lic == 'postgresql', repr(lic))
