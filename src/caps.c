@@ -402,11 +402,18 @@ bulkhead_caps_enter_session(const BulkheadCaps *caps)
 		const char *name = cap_settings[i].name;
 		const char *now;
 
-		if (!(lower & (1 << i)) || session_caps[i].state != SESSION_CAP_NONE)
+		if (!(lower & (1 << i)))
 			continue;
-		now = GetConfigOption(name, false, false);
-		session_caps[i].saved = MemoryContextStrdup(TopMemoryContext, now);
-		session_caps[i].reset = strcmp(now, GetConfigOptionResetString(name)) == 0;
+		/*
+		 * The session's own value is kept aside once: a value put back in
+		 * this transaction (not committed yet) is still the one kept.
+		 */
+		if (session_caps[i].state == SESSION_CAP_NONE)
+		{
+			now = GetConfigOption(name, false, false);
+			session_caps[i].saved = MemoryContextStrdup(TopMemoryContext, now);
+			session_caps[i].reset = strcmp(now, GetConfigOptionResetString(name)) == 0;
+		}
 		session_caps[i].state = SESSION_CAP_SET;
 		set_cap(i, caps->value[i], GUC_ACTION_SET);
 	}
