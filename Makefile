@@ -31,6 +31,7 @@ OBJS = \
 	src/caps.o \
 	src/lanes.o \
 	src/gate.o \
+	src/statement.o \
 	src/hooks.o \
 	src/disclose.o \
 	src/treecheck.o \

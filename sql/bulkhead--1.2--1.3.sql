@@ -37,54 +37,20 @@ ALTER TABLE @extschema@.bulkhead_rule
                          command <@ '{select,insert,update,delete,merge,utility}'::text[]
                     ELSE false END);
 
--- bulkhead_stats gains its last column, settings: the view and the function
--- are made again, with the view's grant, as 1.1 -> 1.2 did.
-DROP VIEW @extschema@.bulkhead_stats;
-DROP FUNCTION @extschema@.bulkhead_stats();
-
-CREATE FUNCTION @extschema@.bulkhead_stats(
+-- bulkhead_stats gains its last column, settings, from a function of its
+-- own: the view is replaced, not dropped, so that the privileges an
+-- operator set on it (and views of theirs on it) stay.
+CREATE FUNCTION @extschema@.bulkhead_lane_settings(
     OUT workload text,
-    OUT mode text,
-    OUT max_running integer,
-    OUT max_queued integer,
-    OUT running integer,
-    OUT queued integer,
-    OUT acquired bigint,
-    OUT rejected_full bigint,
-    OUT timed_out bigint,
-    OUT cancelled bigint,
-    OUT released bigint,
-    OUT shadow_queued bigint,
-    OUT shadow_rejected bigint,
-    OUT peak_running integer,
-    OUT peak_queued integer,
-    OUT wait_time_total_ms double precision,
-    OUT wait_time_max_ms double precision,
-    OUT wait_p50_ms double precision,
-    OUT wait_p95_ms double precision,
-    OUT wait_p99_ms double precision,
-    OUT hold_time_total_ms double precision,
-    OUT hold_p50_ms double precision,
-    OUT hold_p99_ms double precision,
-    OUT stats_reset timestamptz,
-    OUT deadlocks bigint,
-    OUT current_limit integer,
-    OUT parent text,
-    OUT reserved integer,
-    OUT weight integer,
-    OUT borrowed integer,
-    OUT over_hold bigint,
-    OUT moved_out bigint,
-    OUT moved_in bigint,
     OUT settings text[])
 RETURNS SETOF record
-AS 'MODULE_PATHNAME', 'bulkhead_stats'
+AS 'MODULE_PATHNAME', 'bulkhead_lane_settings'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
-CREATE VIEW @extschema@.bulkhead_stats AS
-    SELECT * FROM @extschema@.bulkhead_stats();
-
-GRANT SELECT ON @extschema@.bulkhead_stats TO PUBLIC;
+CREATE OR REPLACE VIEW @extschema@.bulkhead_stats AS
+    SELECT s.*, l.settings
+      FROM @extschema@.bulkhead_stats() s
+      LEFT JOIN @extschema@.bulkhead_lane_settings() l ON l.workload = s.workload;
 
 -- 1.3: the workload a query would take as the first statement of the
 -- calling session's transaction, and why: the query is planned, not run.

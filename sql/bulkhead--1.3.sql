@@ -212,14 +212,25 @@ CREATE FUNCTION @extschema@.bulkhead_stats(
     OUT borrowed integer,
     OUT over_hold bigint,
     OUT moved_out bigint,
-    OUT moved_in bigint,
-    OUT settings text[])
+    OUT moved_in bigint)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'bulkhead_stats'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
+-- 1.3: each workload's lane settings, which the view adds to its last
+-- column (bulkhead_stats() keeps the columns of 1.2, so that an update
+-- replaces the view, keeping its privileges, rather than dropping it)
+CREATE FUNCTION @extschema@.bulkhead_lane_settings(
+    OUT workload text,
+    OUT settings text[])
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'bulkhead_lane_settings'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
 CREATE VIEW @extschema@.bulkhead_stats AS
-    SELECT * FROM @extschema@.bulkhead_stats();
+    SELECT s.*, l.settings
+      FROM @extschema@.bulkhead_stats() s
+      LEFT JOIN @extschema@.bulkhead_lane_settings() l ON l.workload = s.workload;
 
 CREATE FUNCTION @extschema@.bulkhead_activity(
     OUT pid integer,

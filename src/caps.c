@@ -341,30 +341,39 @@ bulkhead_caps_lower_planning(const BulkheadCaps *caps)
 	return caps->mask != 0 && to_lower(caps, BULKHEAD_PLANNING_CAPS) != 0;
 }
 
-int
+/* Transactions ended in this backend: a frame's level is gone with its own */
+static uint64 xact_ends = 0;
+
+BulkheadCapsFrame
 bulkhead_caps_enter(const BulkheadCaps *caps)
 {
+	BulkheadCapsFrame frame = {0, 0};
 	uint8		lower;
-	int			level;
 	int			i;
 
 	if (caps->mask == 0)
-		return 0;
+		return frame;
 	lower = to_lower(caps, caps->mask);
 	if (lower == 0)
-		return 0;
-	level = NewGUCNestLevel();
+		return frame;
+	frame.ends = xact_ends;
+	frame.level = NewGUCNestLevel();
 	for (i = 0; i < BULKHEAD_NUM_CAPS; i++)
 		if (lower & (1 << i))
 			set_cap(i, caps->value[i], GUC_ACTION_SAVE);
-	return level;
+	return frame;
 }
 
+/*
+ * Pop the frame's level, unless the transaction it was made in has ended
+ * meanwhile: a statement that committed internally (one not known to, as
+ * ALTER DATABASE ... SET TABLESPACE) had its commit pop it already.
+ */
 void
-bulkhead_caps_leave(int level)
+bulkhead_caps_leave(BulkheadCapsFrame frame)
 {
-	if (level > 0)
-		AtEOXact_GUC(true, level);
+	if (frame.level > 0 && frame.ends == xact_ends)
+		AtEOXact_GUC(true, frame.level);
 }
 
 /*---- Caps over a utility that may commit internally ----*/
@@ -463,6 +472,10 @@ static void
 caps_xact_callback(XactEvent event, void *arg)
 {
 	int			i;
+
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PREPARE)
+		xact_ends++;
 
 	for (i = 0; i < BULKHEAD_NUM_CAPS; i++)
 	{

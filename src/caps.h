@@ -42,11 +42,17 @@ extern void bulkhead_caps_combine(BulkheadCaps *into, const BulkheadCaps *caps);
  * Around a statement's planning or an executor phase: the settings that
  * caps (the caps in force) lowers are set as a function's SET clause sets
  * them, in a new GUC nesting level, which bulkhead_caps_leave pops (an
- * error pops it with the (sub)transaction).  Returns the level, 0 when
- * nothing needed lowering.
+ * error pops it with the (sub)transaction, a commit with the transaction).
+ * The frame's level is 0 when nothing needed lowering.
  */
-extern int	bulkhead_caps_enter(const BulkheadCaps *caps);
-extern void bulkhead_caps_leave(int level);
+typedef struct BulkheadCapsFrame
+{
+	int			level;			/* the GUC nesting level, 0: none */
+	uint64		ends;			/* transactions ended before it was made */
+} BulkheadCapsFrame;
+
+extern BulkheadCapsFrame bulkhead_caps_enter(const BulkheadCaps *caps);
+extern void bulkhead_caps_leave(BulkheadCapsFrame frame);
 
 /*
  * A top-level utility that may commit internally (VACUUM, CREATE INDEX

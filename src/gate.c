@@ -170,7 +170,7 @@ static bool
 acquire_or_move(const char *workload, int move_li, bool *snapshot_given_up)
 {
 	MemoryContext cxt = CurrentMemoryContext;
-	bool		unknown = false;
+	volatile bool unknown = false;
 
 	PG_TRY();
 	{

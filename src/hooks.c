@@ -3,26 +3,24 @@
  * hooks.c
  *	  Where statements pass: the planner, the executor's phases and
  *	  ProcessUtility.  Here a statement meets the gate (gate.c) and the
- *	  caps of its lanes (caps.c).
- *
- * Top-level statements.  The client's statement is planned outside any
- * portal and over the very string the client sent (debug_query_string);
- * its ExecutorStart, a utility's ProcessUtility, and the statement that
- * EXECUTE or EXPLAIN ANALYZE runs come at nesting level 0.  nesting counts
- * the planner, ExecutorRun, ExecutorFinish and ProcessUtility calls under
- * way (but EXECUTE's and EXPLAIN's, which stand for the statement they
- * run), as pg_stat_statements counts them, so that the queries a statement
- * runs inside (a function's, a trigger's, a procedure's) are told apart.
+ *	  caps of its lanes (caps.c); statement.c tells which of these calls is
+ *	  the client's statement.
  *
  * The gate.  The early gate comes when the planner starts on a client's
  * top-level statement; then ExecutorStart and ProcessUtility (a cached
- * plan, a utility).  Without statement rules the transaction's permit is
- * taken before planning.  With them, each top-level statement is planned
- * first and matched after (its cost is its plan's; a statement whose plan
- * comes from the cache is matched when its executor starts, with that
- * plan's cost); if the lane's caps change what the planner uses, the
- * statement is planned again under them (from a copy of its query, kept
- * only while some workload caps such settings).
+ * plan, a utility); ExecutorRun too, for a portal resumed after its
+ * transaction lost its permit (a failed move, then ROLLBACK TO SAVEPOINT).
+ * Without statement rules the transaction's permit is taken before
+ * planning.  With them, each top-level statement is planned first (while
+ * it is, the queries the planner runs take no permit) and matched after:
+ * its cost is its plan's, a statement whose plan comes from the cache is
+ * matched when its executor starts, with that plan's cost, and a plan the
+ * user may not run is not matched at all (its cost would tell what
+ * pg_stats hides), the session's workload applies.  The transaction's
+ * first statement is planned under the caps of the session's workload,
+ * and planned again (from a copy of its query, kept only while some
+ * workload caps such settings) if the lane it takes caps the planner's
+ * settings otherwise.
  *
  * Caps.  While permits with lanes' settings are held, the planning of a
  * top-level statement, each executor phase and each utility runs with the
@@ -36,8 +34,8 @@
  * the cap of max_parallel_workers_per_gather is 0 (a cap above 0 does not
  * change a plan made before it).
  *
- * Owns backend-local state only (the nesting level, the plan the planner
- * matched).  Called by bulkhead.c (init); calls gate.c, lanes.c, caps.c,
+ * Owns no state of its own but the hooks' previous values.  Called by
+ * bulkhead.c (init); calls gate.c, lanes.c, caps.c, statement.c, rules.c,
  * local.c and follow.c.
  *
  *-------------------------------------------------------------------------
@@ -48,6 +46,8 @@
 #include "gate.h"
 #include "lanes.h"
 #include "local.h"
+#include "rules.h"
+#include "statement.h"
 
 #include "access/xact.h"
 #include "executor/executor.h"
@@ -79,12 +79,6 @@
 #define RUN_ARGS	queryDesc, direction, count, execute_once
 #endif
 
-/* Planner, ExecutorRun, ExecutorFinish and ProcessUtility calls under way */
-static int	nesting = 0;
-
-/* The plan of the top-level statement that its planning matched already */
-static PlannedStmt *matched_plan = NULL;
-
 static planner_hook_type prev_planner = NULL;
 static ExecutorStart_hook_type prev_ExecutorStart = NULL;
 static ExecutorRun_hook_type prev_ExecutorRun = NULL;
@@ -102,14 +96,14 @@ lanes_here(void)
 	return bulkhead_gate_applies() && bulkhead_lanes_apply();
 }
 
-/* The next planner, at one more nesting level, with the caps in force */
+/* The next planner, at one more nesting level, with caps in force */
 static PlannedStmt *
-plan_capped(PLANNER_PARAMS)
+plan_capped(const BulkheadCaps *caps, PLANNER_PARAMS)
 {
 	PlannedStmt *result;
-	int			level = bulkhead_caps_enter(&bulkhead_caps_in_force);
+	BulkheadCapsFrame frame = bulkhead_caps_enter(caps);
 
-	nesting++;
+	bulkhead_nesting++;
 	PG_TRY();
 	{
 		if (prev_planner)
@@ -119,11 +113,74 @@ plan_capped(PLANNER_PARAMS)
 	}
 	PG_FINALLY();
 	{
-		nesting--;
+		bulkhead_nesting--;
 	}
 	PG_END_TRY();
-	bulkhead_caps_leave(level);
+	bulkhead_caps_leave(frame);
 	return result;
+}
+
+/*
+ * Plan a statement whose permit is not taken yet: the queries the planner
+ * runs take none meanwhile.
+ */
+static PlannedStmt *
+plan_unmatched(const BulkheadCaps *caps, PLANNER_PARAMS)
+{
+	PlannedStmt *result;
+	bool		was = bulkhead_planning_unmatched;
+
+	bulkhead_planning_unmatched = true;
+	PG_TRY();
+	{
+		result = plan_capped(caps, PLANNER_ARGS(parse));
+	}
+	PG_FINALLY();
+	{
+		bulkhead_planning_unmatched = was;
+	}
+	PG_END_TRY();
+	return result;
+}
+
+/* The caps of workload name, read under its lock; false if unknown */
+static bool
+workload_caps(const char *name, BulkheadCaps *out)
+{
+	int			slotno = bulkhead_find_slot(name);
+	BulkheadSlot *slot;
+	bool		found;
+
+	if (slotno < 0)
+		return false;
+	slot = &bulkhead_shared->slots[slotno];
+	bulkhead_slot_lock(slot, LW_SHARED);
+	found = slot->in_use && slot->defined && strcmp(slot->name, name) == 0;
+	if (found)
+		*out = slot->config.caps;
+	LWLockRelease(slot->lock);
+	return found;
+}
+
+/*
+ * The caps to plan a top-level statement under before its lane is known:
+ * those in force, and for the transaction's first statement, those of the
+ * workload the session would take without a statement rule (the lane most
+ * statements take: then they are planned once).
+ */
+static BulkheadCaps
+planning_caps(void)
+{
+	BulkheadCaps caps = bulkhead_caps_in_force;
+	BulkheadClassification class;
+	BulkheadCaps session;
+
+	if (bulkhead_gate_passed())
+		return caps;
+	bulkhead_classify_session(&class);
+	if (class.workload != NULL && workload_caps(class.workload, &session))
+		bulkhead_caps_combine(&caps, &session);
+	return caps;
 }
 
 /* Do caps a and b differ in what the planner uses? */
@@ -145,41 +202,45 @@ planning_caps_differ(const BulkheadCaps *a, const BulkheadCaps *b)
  * A client's top-level statement with statement rules: planned, matched,
  * its permit taken or moved (without the planning snapshot, as the early
  * gate waits), and planned again if its lane's caps change the planner's
- * settings.
+ * settings from those it was planned under.
  */
 static PlannedStmt *
 plan_and_match(PLANNER_PARAMS)
 {
 	Query	   *copy = NULL;
-	BulkheadCaps before = bulkhead_caps_in_force;
+	BulkheadCaps planned_under;
 	PlannedStmt *result;
 	bool		given_up = false;
 
+	bulkhead_local_follow_moves();
+	if (bulkhead_generic_planning(parse, query_string, boundParams))
+		return plan_unmatched(&bulkhead_caps_in_force, PLANNER_ARGS(parse));
 	if (pg_atomic_read_u32(&bulkhead_shared->planning_lanes) > 0)
 		copy = copyObject(parse);
-	result = plan_capped(PLANNER_ARGS(parse));
-	(void) bulkhead_gate_statement(bulkhead_statement_kind(result->commandType),
-								   true, result->planTree->total_cost,
-								   IsolationUsesXactSnapshot() ? NULL : &given_up);
+	planned_under = planning_caps();
+	result = plan_unmatched(&planned_under, PLANNER_ARGS(parse));
+	if (bulkhead_may_run(result))
+		(void) bulkhead_gate_statement(bulkhead_statement_kind(result->commandType),
+									   true, result->planTree->total_cost,
+									   IsolationUsesXactSnapshot() ? NULL : &given_up);
+	else
+		(void) bulkhead_gate_transaction(IsolationUsesXactSnapshot() ? NULL : &given_up);
 	if (given_up)
 		PushActiveSnapshot(GetTransactionSnapshot());
-	if (copy != NULL && planning_caps_differ(&before, &bulkhead_caps_in_force))
-		result = plan_capped(PLANNER_ARGS(copy));
-	matched_plan = result;
+	if (copy != NULL && planning_caps_differ(&planned_under, &bulkhead_caps_in_force))
+		result = plan_capped(&bulkhead_caps_in_force, PLANNER_ARGS(copy));
+	bulkhead_statement_matched(query_string, result);
 	return result;
 }
 
 /*
- * The planner: a client's top-level statement (planned outside any portal:
- * ActivePortal is set while one runs a function's queries, EXPLAIN,
- * DECLARE, EXECUTE) meets the gate here.  Any planning runs with the caps
- * in force.
+ * The planner: a client's top-level statement meets the gate here.  Any
+ * planning runs with the caps in force.
  */
 static PlannedStmt *
 hooks_planner(PLANNER_PARAMS)
 {
-	if (nesting == 0 && ActivePortal == NULL && query_string != NULL &&
-		query_string == debug_query_string)
+	if (bulkhead_planning_is_top(query_string))
 	{
 		bulkhead_caps_restore_pending();
 		if (lanes_here())
@@ -193,7 +254,7 @@ hooks_planner(PLANNER_PARAMS)
 				PushActiveSnapshot(GetTransactionSnapshot());
 		}
 	}
-	return plan_capped(PLANNER_ARGS(parse));
+	return plan_capped(&bulkhead_caps_in_force, PLANNER_ARGS(parse));
 }
 
 /*
@@ -218,38 +279,62 @@ no_parallel_workers(QueryDesc *queryDesc)
 	queryDesc->plannedstmt = copy;
 }
 
+/*
+ * The gate at an executor start: the client's statement not matched when
+ * planned (a cached plan, or what EXECUTE or EXPLAIN ANALYZE runs) meets
+ * the statement rules; else the transaction's first statement takes the
+ * session's workload, unless the start is one the planner runs for a
+ * statement that is not matched yet.
+ */
+static void
+gate_executor_start(QueryDesc *queryDesc, int eflags)
+{
+	PlannedStmt *plan = queryDesc->plannedstmt;
+
+	if (lanes_here() && bulkhead_statement_to_match(queryDesc, eflags) &&
+		bulkhead_may_run(plan))
+		(void) bulkhead_gate_statement(bulkhead_statement_kind(plan->commandType),
+									   true, plan->planTree->total_cost, NULL);
+	else if (!bulkhead_planning_unmatched)
+		(void) bulkhead_gate_transaction(NULL);
+}
+
 static void
 hooks_ExecutorStart(QueryDesc *queryDesc, int eflags)
 {
-	PlannedStmt *plan = queryDesc->plannedstmt;
-	int			level;
+	BulkheadCapsFrame frame;
 
 	bulkhead_caps_restore_pending();
 	bulkhead_local_follow_moves();
-	if (nesting == 0 && !(eflags & EXEC_FLAG_EXPLAIN_ONLY) &&
-		plan != matched_plan && lanes_here())
-		(void) bulkhead_gate_statement(bulkhead_statement_kind(plan->commandType),
-									   true, plan->planTree->total_cost, NULL);
-	else
-		(void) bulkhead_gate_transaction(NULL);
-	if (nesting == 0)
-		matched_plan = NULL;
-
+	gate_executor_start(queryDesc, eflags);
 	no_parallel_workers(queryDesc);
-	level = bulkhead_caps_enter(&bulkhead_caps_in_force);
-	if (prev_ExecutorStart)
-		prev_ExecutorStart(queryDesc, eflags);
-	else
-		standard_ExecutorStart(queryDesc, eflags);
-	bulkhead_caps_leave(level);
+	frame = bulkhead_caps_enter(&bulkhead_caps_in_force);
+	bulkhead_nesting++;
+	PG_TRY();
+	{
+		if (prev_ExecutorStart)
+			prev_ExecutorStart(queryDesc, eflags);
+		else
+			standard_ExecutorStart(queryDesc, eflags);
+	}
+	PG_FINALLY();
+	{
+		bulkhead_nesting--;
+	}
+	PG_END_TRY();
+	bulkhead_caps_leave(frame);
 }
 
 static void
 hooks_ExecutorRun(RUN_PARAMS)
 {
-	int			level = bulkhead_caps_enter(&bulkhead_caps_in_force);
+	BulkheadCapsFrame frame;
 
-	nesting++;
+	/* a portal resumed in a transaction that lost its permit since */
+	if (bulkhead_nesting == 0 && !bulkhead_gate_passed())
+		(void) bulkhead_gate_transaction(NULL);
+	frame = bulkhead_caps_enter(&bulkhead_caps_in_force);
+	bulkhead_nesting++;
 	PG_TRY();
 	{
 		if (prev_ExecutorRun)
@@ -259,18 +344,18 @@ hooks_ExecutorRun(RUN_PARAMS)
 	}
 	PG_FINALLY();
 	{
-		nesting--;
+		bulkhead_nesting--;
 	}
 	PG_END_TRY();
-	bulkhead_caps_leave(level);
+	bulkhead_caps_leave(frame);
 }
 
 static void
 hooks_ExecutorFinish(QueryDesc *queryDesc)
 {
-	int			level = bulkhead_caps_enter(&bulkhead_caps_in_force);
+	BulkheadCapsFrame frame = bulkhead_caps_enter(&bulkhead_caps_in_force);
 
-	nesting++;
+	bulkhead_nesting++;
 	PG_TRY();
 	{
 		if (prev_ExecutorFinish)
@@ -280,10 +365,10 @@ hooks_ExecutorFinish(QueryDesc *queryDesc)
 	}
 	PG_FINALLY();
 	{
-		nesting--;
+		bulkhead_nesting--;
 	}
 	PG_END_TRY();
-	bulkhead_caps_leave(level);
+	bulkhead_caps_leave(frame);
 }
 
 /*
@@ -333,6 +418,7 @@ utility_caps(Node *stmt, ProcessUtilityContext context)
 		case T_IndexStmt:
 		case T_DropStmt:
 		case T_AlterTableStmt:
+		case T_AlterDatabaseStmt:
 			return runs_outside_block(stmt, context) ? CAPS_SESSION : CAPS_LEVEL;
 		default:
 			return CAPS_LEVEL;
@@ -346,17 +432,19 @@ utility_caps(Node *stmt, ProcessUtilityContext context)
  * whether it holds the gate permit over its own commits.
  */
 static bool
-gate_utility(Node *stmt, ProcessUtilityContext context)
+gate_utility(Node *stmt, const char *queryString, ProcessUtilityContext context)
 {
 	bool		held;
 
-	if (bulkhead_utility_needs_no_permit(stmt))
+	if (bulkhead_utility_needs_no_permit(stmt) || bulkhead_planning_unmatched)
 		return false;
-	if (context == PROCESS_UTILITY_TOPLEVEL && nesting == 0 && lanes_here())
+	if (context == PROCESS_UTILITY_TOPLEVEL && bulkhead_nesting == 0 &&
+		lanes_here())
 	{
 		switch (bulkhead_lane_utility(stmt))
 		{
 			case BULKHEAD_LANE_DEFER:
+				bulkhead_statement_defer(stmt, queryString);
 				return false;
 			case BULKHEAD_LANE_UTILITY:
 				held = bulkhead_gate_statement(BULKHEAD_CMD_UTILITY, false, 0, NULL);
@@ -400,17 +488,15 @@ hooks_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	Node	   *stmt = pstmt->utilityStmt;
 	bool		discard_all = IsA(stmt, DiscardStmt) &&
 		((DiscardStmt *) stmt)->target == DISCARD_ALL;
-	bool		counts = !IsA(stmt, ExecuteStmt) && !IsA(stmt, ExplainStmt);
+	bool		top = bulkhead_nesting == 0;
 	bool		hold;
 	UtilityCaps caps;
 	volatile bool session_capped = false;
-	volatile int level = 0;
+	BulkheadCapsFrame frame = {0, 0};
 
 	bulkhead_caps_restore_pending();
 	bulkhead_local_follow_moves();
-	if (nesting == 0)
-		matched_plan = NULL;
-	hold = gate_utility(stmt, context);
+	hold = gate_utility(stmt, queryString, context);
 	caps = utility_caps(stmt, context);
 
 	/*
@@ -423,10 +509,8 @@ hooks_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	if (caps == CAPS_SESSION)
 		session_capped = bulkhead_caps_enter_session(&bulkhead_caps_in_force);
 	else if (caps == CAPS_LEVEL)
-		level = bulkhead_caps_enter(&bulkhead_caps_in_force);
-	/* (the catch below needs no level: the abort pops it) */
-	if (counts)
-		nesting++;
+		frame = bulkhead_caps_enter(&bulkhead_caps_in_force);
+	bulkhead_nesting++;
 	PG_TRY();
 	{
 		next_ProcessUtility(pstmt, queryString, readOnlyTree, context,
@@ -434,8 +518,9 @@ hooks_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	}
 	PG_CATCH();
 	{
-		if (counts)
-			nesting--;
+		bulkhead_nesting--;
+		if (top)
+			bulkhead_statement_undefer();
 		if (session_capped)
 			bulkhead_caps_leave_session(true);
 		if (hold)
@@ -443,9 +528,10 @@ hooks_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	if (counts)
-		nesting--;
-	bulkhead_caps_leave(level);
+	bulkhead_nesting--;
+	if (top)
+		bulkhead_statement_undefer();
+	bulkhead_caps_leave(frame);
 	if (session_capped)
 		bulkhead_caps_leave_session(false);
 	if (hold)
@@ -459,13 +545,13 @@ hooks_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 		bulkhead_discard_session_permits();
 }
 
-/* A plan matched in a transaction that ended is no one's (its memory is gone) */
+/* What was matched in a transaction that ended is no one's */
 static void
 hooks_xact_callback(XactEvent event, void *arg)
 {
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
 		event == XACT_EVENT_PREPARE)
-		matched_plan = NULL;
+		bulkhead_statement_forget();
 }
 
 /* From _PG_init */

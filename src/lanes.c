@@ -72,9 +72,9 @@ explain_analyzes(ExplainStmt *stmt)
 	{
 		DefElem    *opt = (DefElem *) lfirst(lc);
 
-		/* a bad value is EXPLAIN's to report */
+		/* (a bad value raises the error EXPLAIN would) */
 		if (strcmp(opt->defname, "analyze") == 0)
-			analyze = opt->arg == NULL || strcmp(defGetString(opt), "false") != 0;
+			analyze = defGetBoolean(opt);
 	}
 	return analyze;
 }

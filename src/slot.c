@@ -259,6 +259,34 @@ bulkhead_slot_time_out(BulkheadSlot *slot, BulkheadEntry *entry)
 }
 
 /*
+ * A statement's move to another lane (1.3) left leaf (out) or was granted
+ * in leaf (in): bulkhead_budget_adjust counted a release or a grant at the
+ * budgets above, which count a move instead, as the leaf does.  (A budget
+ * above both ends counts both, moved_out and moved_in: the two ends are
+ * changed under two locks, one after the other.)
+ */
+static void
+count_lane_move(BulkheadSlot *leaf, bool out)
+{
+	BulkheadSlot *budget;
+
+	for (budget = leaf; budget->parent >= 0;)
+	{
+		budget = &bulkhead_shared->slots[budget->parent];
+		if (out)
+		{
+			budget->stats.released--;
+			budget->stats.moved_out++;
+		}
+		else
+		{
+			budget->stats.acquired--;
+			budget->stats.moved_in++;
+		}
+	}
+}
+
+/*
  * A holder returns its permit (held since entry->since, returned at now):
  * the next waiter, if any, is served.  Returns whether the slot drained.
  */
@@ -273,6 +301,8 @@ bulkhead_slot_release(BulkheadSlot *slot, BulkheadEntry *entry,
 		slot->stats.released++;
 	bulkhead_stats_add_hold(&slot->stats, now > entry->since ? now - entry->since : 0);
 	unlink_entry(slot, entry);
+	if (unlikely(moved) && bulkhead_in_tree(slot))
+		count_lane_move(slot, true);
 	if (waiters_to_serve(slot))
 		bulkhead_slot_serve(slot, wakeups);
 	return slot_drained(slot);
@@ -415,6 +445,8 @@ bulkhead_slot_note_moved(BulkheadSlot *slot, BulkheadEntry *entry,
 	{
 		slot->stats.acquired--;
 		slot->stats.moved_in++;
+		if (bulkhead_in_tree(slot))
+			count_lane_move(slot, false);
 	}
 }
 

@@ -32,6 +32,7 @@
 PG_FUNCTION_INFO_V1(bulkhead_stats);
 PG_FUNCTION_INFO_V1(bulkhead_activity);
 PG_FUNCTION_INFO_V1(bulkhead_keys);
+PG_FUNCTION_INFO_V1(bulkhead_lane_settings);
 PG_FUNCTION_INFO_V1(bulkhead_stats_reset_all);
 PG_FUNCTION_INFO_V1(bulkhead_stats_reset);
 
@@ -43,7 +44,7 @@ PG_FUNCTION_INFO_V1(bulkhead_stats_reset);
  * are left out.  Keep it so: a new column goes at the end, here and in the
  * OUT list of the newest install script.
  */
-#define STATS_COLS		34
+#define STATS_COLS		33
 
 #if PG_VERSION_NUM < 150000
 /* PG 13/14: the materialize-mode set-up that PG 15 calls InitMaterializedSRF */
@@ -229,9 +230,6 @@ bulkhead_stats(PG_FUNCTION_ARGS)
 		values[c++] = Int64GetDatum((int64) st->over_hold);
 		values[c++] = Int64GetDatum((int64) st->moved_out);
 		values[c++] = Int64GetDatum((int64) st->moved_in);
-		/* 1.3: the lane's settings, as written */
-		values[c] = settings_datum(&copy->config, &nulls[c]);
-		c++;
 		Assert(c <= STATS_COLS);
 		Assert(rsinfo->setDesc->natts <= c);
 
@@ -493,4 +491,44 @@ bulkhead_stats_reset(PG_FUNCTION_ARGS)
 			(errcode(ERRCODE_UNDEFINED_OBJECT),
 			 errmsg("workload \"%s\" does not exist", name)));
 	PG_RETURN_VOID();
+}
+
+/*
+ * bulkhead_lane_settings() (1.3): each defined workload's settings, for
+ * the view bulkhead_stats, which joins them to bulkhead_stats() (whose
+ * columns stay those of 1.2, so an update keeps the view's privileges).
+ */
+Datum
+bulkhead_lane_settings(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int			i;
+
+	bulkhead_check_loaded();
+	InitMaterializedSRF(fcinfo, 0);
+	for (i = 0; i < bulkhead_shared->nslots; i++)
+	{
+		BulkheadSlot *slot = &bulkhead_shared->slots[i];
+		char		name[NAMEDATALEN];
+		BulkheadConfig *config = palloc(sizeof(BulkheadConfig));
+		Datum		values[2];
+		bool		nulls[2] = {0};
+
+		bulkhead_slot_lock(slot, LW_SHARED);
+		if (!slot->in_use || !slot->defined)
+		{
+			LWLockRelease(slot->lock);
+			pfree(config);
+			continue;
+		}
+		strlcpy(name, slot->name, NAMEDATALEN);
+		memcpy(config->cap_text, slot->config.cap_text, sizeof(config->cap_text));
+		LWLockRelease(slot->lock);
+
+		values[0] = CStringGetTextDatum(name);
+		values[1] = settings_datum(config, &nulls[1]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		pfree(config);
+	}
+	return (Datum) 0;
 }

@@ -102,8 +102,23 @@ is($node->safe_psql('postgres',
 		'SELECT name, parent IS NULL, reserved, weight FROM bulkhead_workload ORDER BY name'),
 	"batch|t|0|100\nreports|t|0|100",
 	'1.2\'s columns take their defaults: roots, nothing reserved, weight 100');
-# third step: 1.2 -> 1.3 (the default version)
+# third step: 1.2 -> 1.3 (the default version).  An operator closed
+# bulkhead_stats to all but a role, and made a view on it: the update keeps
+# both (it replaces the view rather than dropping it).
+$node->safe_psql('postgres', q{
+	REVOKE SELECT ON bulkhead_stats FROM PUBLIC;
+	GRANT SELECT ON bulkhead_stats TO bh_reader;
+	CREATE VIEW my_stats AS SELECT workload, running FROM bulkhead_stats;});
 $node->safe_psql('postgres', 'ALTER EXTENSION bulkhead UPDATE');
+is($node->safe_psql('postgres', q{
+		SELECT has_table_privilege('public', 'bulkhead_stats', 'SELECT'),
+		       has_table_privilege('bh_reader', 'bulkhead_stats', 'SELECT'),
+		       (SELECT count(*) FROM my_stats)}),
+	'f|t|2', 'the update to 1.3 keeps the privileges on bulkhead_stats and the views on it');
+$node->safe_psql('postgres', q{
+	DROP VIEW my_stats;
+	GRANT SELECT ON bulkhead_stats TO PUBLIC;
+	REVOKE SELECT ON bulkhead_stats FROM bh_reader;});
 is($node->safe_psql('postgres',
 		"SELECT extversion FROM pg_extension WHERE extname = 'bulkhead'"),
 	$default_version, "updated to $default_version");
