@@ -98,6 +98,10 @@ SELECT * FROM bulkhead_classify('SELECT * FROM lane_t WHERE id = $1');
 SELECT * FROM bulkhead_classify('EXPLAIN SELECT count(*) FROM generate_series(1, 10000000)');
 SELECT * FROM bulkhead_classify('EXPLAIN (ANALYZE) SELECT count(*) FROM generate_series(1, 10000000)');
 SELECT * FROM bulkhead_classify('EXPLAIN (ANALYZE false) SELECT count(*) FROM generate_series(1, 10000000)');
+SELECT * FROM bulkhead_classify('EXPLAIN (ANALYZE off) SELECT count(*) FROM generate_series(1, 10000000)');
+SELECT * FROM bulkhead_classify('EXPLAIN (ANALYZE 0) SELECT count(*) FROM generate_series(1, 10000000)');
+SELECT * FROM bulkhead_classify('EXPLAIN (ANALYZE maybe) SELECT 1');
+\echo :LAST_ERROR_SQLSTATE
 SELECT count(*) FROM lane_t;	-- nothing was inserted
 -- bad input (NULL: a row of NULLs, as bulkhead_classify(pid) answers)
 SELECT * FROM bulkhead_classify(NULL::text);

@@ -128,9 +128,17 @@ move_permit(int li, const char *name, const char *key, bool *snapshot_given_up)
 {
 	BulkheadLocalPermit old = bulkhead_local[li];
 	int			statement_timeout = StatementTimeout;
+	char		from[NAMEDATALEN];
 	int			i;
 
 	Assert(old.held && old.scope == BULKHEAD_SCOPE_AUTO);
+
+	/*
+	 * Where it is now (old.name is where it was taken: max_hold may have
+	 * moved it since).  A slot's name does not change while an entry of
+	 * ours is in it (shmem.h).
+	 */
+	strlcpy(from, bulkhead_shared->slots[old.workload].name, NAMEDATALEN);
 	bulkhead_release_entry_moved(li);
 	bulkhead_lift_guards(&old);
 	for (i = 0; i < bulkhead_shared->permits_per_backend; i++)
@@ -145,7 +153,7 @@ move_permit(int li, const char *name, const char *key, bool *snapshot_given_up)
 	/* the old workload's statement_timeout does not cut the wait short */
 	arm_statement_timeout(statement_timeout);
 	(void) bulkhead_acquire_permit(name, key, 0, true, BULKHEAD_SCOPE_AUTO,
-								   false, snapshot_given_up, old.name);
+								   false, snapshot_given_up, from);
 }
 
 /* Is this backend, in this state, one the gate applies to? */
