@@ -52,7 +52,9 @@ BH_PG_BUILD_PACKAGES=(dpkg-dev bison flex gcc make perl libreadline-dev
 
 # A chroot version: the packages pinned to experimental (MAJOR is replaced),
 # and what else its build and suites need, from the chroot's own suite
-# (PGXS, pg_regress and the TAP modules come with postgresql-server-dev).
+# (PGXS, pg_regress and the TAP modules come with postgresql-server-dev;
+# IPC::Run is for the TAP files).  A chroot made with other lists is made
+# again.
 BH_PG_CHROOT_PINNED=(postgresql-MAJOR postgresql-client-MAJOR postgresql-server-dev-MAJOR
                      libpq-dev libpq5)
 BH_PG_CHROOT_PACKAGES=(gcc make libipc-run-perl)
@@ -303,31 +305,42 @@ bh_pg_chroot_steps() {    # bh_pg_chroot_steps ROOT SUITE PACKAGES...
     chroot "$root" apt-get clean
 }
 
+# What a chroot of MAJOR from SUITE is made of, as its .complete marker
+# holds it: the suite, then the packages asked for.
+bh_pg_chroot_recipe() {    # bh_pg_chroot_recipe MAJOR SUITE -> one line
+    local pkg
+    printf '%s' "$2"
+    for pkg in "${BH_PG_CHROOT_PINNED[@]}"; do
+        printf ' %s/experimental' "${pkg//MAJOR/$1}"
+    done
+    printf ' %s' "${BH_PG_CHROOT_PACKAGES[@]}"
+    printf '\n'
+}
+
 # Make MAJOR's chroot: debootstrap (minbase) of SUITE, then the packages of
 # BH_PG_CHROOT_PINNED from experimental, each named with /experimental (so
 # that nothing else comes from there: experimental's priority is 1), and
 # BH_PG_CHROOT_PACKAGES from SUITE, without recommends.  No service starts
 # (policy-rc.d) and no cluster is made at install: the suites make their own.
-# The .complete marker is written last, so an interrupted build is redone;
-# the downloaded .debs are dropped.  Prints the root; exits with
+# The .complete marker (holding bh_pg_chroot_recipe) is written last, so an
+# interrupted build is redone; the downloaded .debs are dropped.  Prints the root; exits with
 # BH_PG_UNAVAILABLE if the chroot cannot be built.  Output goes to a log in
 # the cache, whose tail is shown on a failure.
 bh_pg_build_chroot() {    # bh_pg_build_chroot MAJOR SUITE -> root
-    local major=$1 suite=$2 root log pkg rc=0
-    local -a pinned=()
+    local major=$1 suite=$2 root log recipe rc=0
+    local -a packages
     root=$(bh_pg_root_of "$major")
     log="$BH_PG_CACHE/build-$major.log"
     mkdir -p "$BH_PG_CACHE"
     : >"$log"
-    for pkg in "${BH_PG_CHROOT_PINNED[@]}"; do
-        pinned+=("${pkg//MAJOR/$major}/experimental")
-    done
-    bh_say "making a Debian $suite chroot for PostgreSQL $major in $root: debootstrap, then ${pinned[*]} (log: $log)" >&2
+    recipe=$(bh_pg_chroot_recipe "$major" "$suite")
+    read -r -a packages <<<"${recipe#* }"
+    bh_say "making a Debian $suite chroot for PostgreSQL $major in $root: debootstrap, then ${packages[*]} (log: $log)" >&2
     # an interrupted build may have left its mounts: never remove through them
     bh_pg_chroot_umount "$root" >>"$log" 2>&1 || bh_die "cannot unmount what is mounted under $root"
     rm -rf -- "$root"
     mkdir -p -- "$root"
-    (umask 022 && bh_pg_chroot_steps "$root" "$suite" "${pinned[@]}" "${BH_PG_CHROOT_PACKAGES[@]}" &&
+    (umask 022 && bh_pg_chroot_steps "$root" "$suite" "${packages[@]}" &&
         chroot "$root" "/usr/lib/postgresql/$major/bin/pg_config" --version) >>"$log" 2>&1 || rc=$?
     bh_pg_chroot_umount "$root" >>"$log" 2>&1 || rc=1
     if [ "$rc" -ne 0 ]; then
@@ -335,7 +348,7 @@ bh_pg_build_chroot() {    # bh_pg_build_chroot MAJOR SUITE -> root
         bh_warn "the Debian $suite chroot for PostgreSQL $major could not be built; log: $log"
         exit "$BH_PG_UNAVAILABLE"
     fi
-    touch "$root/.complete"
+    printf '%s\n' "$recipe" >"$root/.complete"
     printf '%s\n' "$root"
 }
 
@@ -351,7 +364,8 @@ bh_pg_config_of() {    # bh_pg_config_of MAJOR -> path
             prefix=$(bh_pg_cached_build "$1") || prefix=$(bh_pg_build_source "$1" "$arg") || return $?
             printf '%s\n' "$prefix/bin/pg_config" ;;
         chroot)
-            [ -f "$(bh_pg_root_of "$1")/.complete" ] ||
+            [ "$(cat -- "$(bh_pg_root_of "$1")/.complete" 2>/dev/null)" = \
+              "$(bh_pg_chroot_recipe "$1" "$arg")" ] ||
                 (bh_pg_build_chroot "$1" "$arg" >/dev/null) || return $?
             printf '%s\n' "/usr/lib/postgresql/$1/bin/pg_config" ;;
     esac
