@@ -323,9 +323,9 @@ bh_pg_chroot_recipe() {    # bh_pg_chroot_recipe MAJOR SUITE -> one line
 # BH_PG_CHROOT_PACKAGES from SUITE, without recommends.  No service starts
 # (policy-rc.d) and no cluster is made at install: the suites make their own.
 # The .complete marker (holding bh_pg_chroot_recipe) is written last, so an
-# interrupted build is redone; the downloaded .debs are dropped.  Prints the root; exits with
-# BH_PG_UNAVAILABLE if the chroot cannot be built.  Output goes to a log in
-# the cache, whose tail is shown on a failure.
+# interrupted build is redone; the downloaded .debs are dropped.  Prints
+# the root; exits with BH_PG_UNAVAILABLE if the chroot cannot be built.
+# Output goes to a log in the cache, whose tail is shown on a failure.
 bh_pg_build_chroot() {    # bh_pg_build_chroot MAJOR SUITE -> root
     local major=$1 suite=$2 root log recipe rc=0
     local -a packages
