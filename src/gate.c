@@ -249,9 +249,15 @@ holds_for_whole_utility(Node *stmt, ProcessUtilityContext context)
  * the client sent (debug_query_string).  A planning nested in this one (a
  * function evaluated by the planner) comes after the gate has passed.
  */
+#if PG_VERSION_NUM >= 190000
+static PlannedStmt *
+gate_planner(Query *parse, const char *query_string, int cursorOptions,
+			 ParamListInfo boundParams, ExplainState *es)
+#else
 static PlannedStmt *
 gate_planner(Query *parse, const char *query_string, int cursorOptions,
 			 ParamListInfo boundParams)
+#endif
 {
 	if (!gate_passed && ActivePortal == NULL && query_string != NULL &&
 		query_string == debug_query_string)
@@ -262,9 +268,15 @@ gate_planner(Query *parse, const char *query_string, int cursorOptions,
 		if (given_up)
 			PushActiveSnapshot(GetTransactionSnapshot());
 	}
+#if PG_VERSION_NUM >= 190000	/* 19 passes EXPLAIN's state on */
+	if (prev_planner)
+		return prev_planner(parse, query_string, cursorOptions, boundParams, es);
+	return standard_planner(parse, query_string, cursorOptions, boundParams, es);
+#else
 	if (prev_planner)
 		return prev_planner(parse, query_string, cursorOptions, boundParams);
 	return standard_planner(parse, query_string, cursorOptions, boundParams);
+#endif
 }
 
 static void
