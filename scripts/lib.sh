@@ -141,12 +141,15 @@ bh_copy_tree() {
 }
 
 # In DIR: make clean, make (warnings are errors: the Makefile sets
-# PG_CFLAGS = -Wall -Werror), make install. Runs as the caller (root).
-bh_build_install() {
+# PG_CFLAGS = -Wall -Werror), make install. Runs as the caller (root),
+# under the command PREFIX if one is given (a chroot's version:
+# scripts/postgres.sh, bh_pg_run).
+bh_build_install() {    # bh_build_install DIR [PREFIX...]
     local dir=$1
-    make -C "$dir" -s clean PG_CONFIG="$BH_PG_CONFIG" >/dev/null &&
-    make -C "$dir" -j"$(nproc)" PG_CONFIG="$BH_PG_CONFIG" &&
-    make -C "$dir" install PG_CONFIG="$BH_PG_CONFIG"
+    shift
+    "$@" make -C "$dir" -s clean PG_CONFIG="$BH_PG_CONFIG" >/dev/null &&
+    "$@" make -C "$dir" -j"$(nproc)" PG_CONFIG="$BH_PG_CONFIG" &&
+    "$@" make -C "$dir" install PG_CONFIG="$BH_PG_CONFIG"
 }
 
 # Stop every postmaster whose data directory lies under DIR: read the pid

@@ -8,6 +8,16 @@
 #                           and postgresql-server-dev-MAJOR)
 #   source  SUITE           Debian's source package postgresql-MAJOR from that
 #                           suite, built once into $BH_PG_CACHE/<source version>
+#   chroot  SUITE           Debian's binary packages of a release candidate,
+#                           which only experimental has and whose binaries
+#                           need a newer libc than Debian 12's: a Debian SUITE
+#                           chroot made once with debootstrap into
+#                           $BH_PG_CACHE/chroot-MAJOR, with postgresql-MAJOR,
+#                           its client, its server headers, libpq-dev and
+#                           libpq5 from experimental (each pinned by name,
+#                           never the whole suite), the rest from SUITE.
+#                           Everything of that version (build, install,
+#                           servers, suites) runs inside it: bh_pg_run.
 #
 # The source build is pristine upstream (Debian's patches are skipped, so
 # that everything, pkglibdir included, lies under the cache prefix), with TAP
@@ -19,12 +29,15 @@
 # then the older uploads of BH_PG_POOL_VERSIONS are tried, newest first,
 # straight from the pool, each file checked against the .dsc's SHA-256 sums.
 # If none of them can be had either, bh_pg_config_of fails with status
-# BH_PG_UNAVAILABLE (3), so that a caller can skip that version and say why.
+# BH_PG_UNAVAILABLE (3), so that a caller can skip that version and say why;
+# so does a chroot that cannot be built (say, the release candidate left
+# experimental): remove $BH_PG_CACHE/chroot-MAJOR to get a newer upload.
 
 BH_PG_MATRIX=(
     "15 package bookworm"
     "17 source trixie"
     "18 source sid"
+    "19 chroot sid"
 )
 declare -gA BH_PG_POOL_VERSIONS=(
     [17]="17.11-0+deb13u1 17.10-0+deb13u1 17.9-0+deb13u1"
@@ -36,6 +49,16 @@ BH_PG_CACHE=${BH_PG_CACHE:-/var/cache/bulkhead-pg}
 # Debian packages a source build needs.
 BH_PG_BUILD_PACKAGES=(dpkg-dev bison flex gcc make perl libreadline-dev
                       zlib1g-dev libipc-run-perl curl)
+
+# A chroot version: the packages pinned to experimental (MAJOR is replaced),
+# and what else its build and suites need, from the chroot's own suite
+# (PGXS, pg_regress and the TAP modules come with postgresql-server-dev;
+# IPC::Run is for the TAP files).  A chroot made with other lists is made
+# again.
+BH_PG_CHROOT_PINNED=(postgresql-MAJOR postgresql-client-MAJOR postgresql-server-dev-MAJOR
+                     libpq-dev libpq5)
+BH_PG_CHROOT_PACKAGES=(gcc make libipc-run-perl)
+BH_PG_MIRROR=${BH_PG_MIRROR:-http://deb.debian.org/debian}
 
 bh_pg_majors() {    # all majors of the matrix, one per line
     local line
@@ -59,7 +82,41 @@ bh_pg_packages_of() {    # bh_pg_packages_of MAJOR -> package names
     case $kind in
         package) printf '%s\n' "postgresql-$1" "postgresql-server-dev-$1" ;;
         source)  printf '%s\n' "${BH_PG_BUILD_PACKAGES[@]}" ;;
+        chroot)  printf '%s\n' debootstrap ;;
     esac
+}
+
+# The root directory MAJOR runs in: its chroot, or nothing for a version
+# that runs on this machine.
+bh_pg_root_of() {    # bh_pg_root_of MAJOR -> dir
+    local kind arg
+    read -r kind arg < <(bh_pg_entry "$1") || return 1
+    [ "$kind" != chroot ] || printf '%s\n' "$BH_PG_CACHE/chroot-$1"
+}
+
+# What to say when bh_pg_config_of MAJOR failed with BH_PG_UNAVAILABLE.
+bh_pg_unavailable_reason() {    # bh_pg_unavailable_reason MAJOR -> text
+    local kind arg
+    read -r kind arg < <(bh_pg_entry "$1") || return 1
+    case $kind in
+        chroot) printf 'the Debian %s chroot with postgresql-%s from experimental could not be built (log: %s)\n' \
+                    "$arg" "$1" "$BH_PG_CACHE/build-$1.log" ;;
+        *)      printf 'no source could be downloaded\n' ;;
+    esac
+}
+
+# Run COMMAND for MAJOR, in DIR: here, or inside MAJOR's chroot (which must
+# be mounted: bh_pg_chroot_mount; DIR is the same path inside and out),
+# without TMPDIR (a directory of this machine's, which the chroot may lack).
+bh_pg_run() {    # bh_pg_run MAJOR DIR COMMAND...
+    local major=$1 dir=$2 root
+    shift 2
+    root=$(bh_pg_root_of "$major")
+    if [ -z "$root" ]; then
+        (cd -- "$dir" && "$@")
+    else
+        chroot "$root" /usr/bin/env -u TMPDIR -C "$dir" "$@"
+    fi
 }
 
 # An existing complete source build of MAJOR in the cache (the newest), or
@@ -182,7 +239,121 @@ bh_pg_build_source() {    # bh_pg_build_source MAJOR SUITE -> prefix
     printf '%s\n' "$prefix"
 }
 
-# The pg_config of MAJOR, building it first if its kind needs that.
+# The mounts under ROOT (a chroot), deepest first; none if ROOT does not
+# exist (never every mount of the machine: an empty root would match them).
+bh_pg_chroot_mounts() {    # bh_pg_chroot_mounts ROOT -> mount points
+    local root
+    root=$(realpath -e -- "$1" 2>/dev/null) && [ "$root" != / ] || return 0
+    awk -v r="$root" '$2 == r || index($2, r "/") == 1 { print $2 }' /proc/self/mounts |
+        sort -r
+}
+
+# What the servers and suites of a chroot need, for as long as they run:
+# /proc (ps, pg_ctl, bulkhead's reads of /proc/self), a tmpfs of its own on
+# /dev/shm (POSIX shared memory: dynamic_shared_memory_type = posix), and
+# DIR (this machine's) bound to the same path inside, so that a build and
+# its logs have one path inside and out.  Undone by bh_pg_chroot_umount.
+bh_pg_chroot_mount() {    # bh_pg_chroot_mount ROOT [DIR]
+    local root=$1 dir=${2:-}
+    mountpoint -q "$root/proc" || mount -t proc proc "$root/proc" || return 1
+    mountpoint -q "$root/dev/shm" ||
+        mount -t tmpfs -o mode=1777,nosuid,nodev shm "$root/dev/shm" || return 1
+    [ -n "$dir" ] || return 0
+    mkdir -p -- "$root$dir" &&
+    { mountpoint -q "$root$dir" || mount --bind "$dir" "$root$dir"; }
+}
+
+# Unmount everything under ROOT: first the servers whose data lies in a
+# bound directory are stopped (a server keeps /dev/shm busy), then the
+# mounts go, deepest first; a busy one is detached lazily (so that nothing
+# can reach through it any more).  Fails if a mount stays.
+bh_pg_chroot_umount() {    # bh_pg_chroot_umount ROOT
+    local root=$1 mp
+    [ -d "$root" ] || return 0
+    while IFS= read -r mp; do
+        case $mp in */proc|*/dev/shm) ;; *) bh_stop_postmasters_under "$mp" ;; esac
+    done < <(bh_pg_chroot_mounts "$root")
+    while IFS= read -r mp; do
+        umount -- "$mp" 2>/dev/null || {
+            bh_warn "$mp is busy: detaching it lazily"
+            umount -l -- "$mp"
+        }
+    done < <(bh_pg_chroot_mounts "$root")
+    [ -z "$(bh_pg_chroot_mounts "$root")" ] ||
+        { bh_warn "still mounted under $root: $(bh_pg_chroot_mounts "$root" | tr '\n' ' ')"; return 1; }
+}
+
+# The steps of bh_pg_build_chroot, each stopping the build when it fails
+# (set -e would not: its caller tests the status).
+bh_pg_chroot_steps() {    # bh_pg_chroot_steps ROOT SUITE PACKAGES...
+    local root=$1 suite=$2
+    shift 2
+    debootstrap --variant=minbase "$suite" "$root" "$BH_PG_MIRROR" || return 1
+    # The archive reachable here can be a frozen copy whose Release files
+    # are past their Valid-Until date: apt refuses those unless told (the
+    # signatures are still checked); debootstrap does not look at the date.
+    printf 'deb [check-valid-until=no] %s %s main\n' \
+        "$BH_PG_MIRROR" "$suite" "$BH_PG_MIRROR" experimental >"$root/etc/apt/sources.list" &&
+    printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d" &&
+    chmod 755 "$root/usr/sbin/policy-rc.d" &&
+    mkdir -p "$root/etc/postgresql-common" &&
+    echo 'create_main_cluster = false' >"$root/etc/postgresql-common/createcluster.conf" &&
+    bh_pg_chroot_mount "$root" &&
+    chroot "$root" apt-get update -qq &&
+    chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        --no-install-recommends -o Dpkg::Use-Pty=0 "$@" &&
+    chroot "$root" apt-get clean
+}
+
+# What a chroot of MAJOR from SUITE is made of, as its .complete marker
+# holds it: the suite, then the packages asked for.
+bh_pg_chroot_recipe() {    # bh_pg_chroot_recipe MAJOR SUITE -> one line
+    local pkg
+    printf '%s' "$2"
+    for pkg in "${BH_PG_CHROOT_PINNED[@]}"; do
+        printf ' %s/experimental' "${pkg//MAJOR/$1}"
+    done
+    printf ' %s' "${BH_PG_CHROOT_PACKAGES[@]}"
+    printf '\n'
+}
+
+# Make MAJOR's chroot: debootstrap (minbase) of SUITE, then the packages of
+# BH_PG_CHROOT_PINNED from experimental, each named with /experimental (so
+# that nothing else comes from there: experimental's priority is 1), and
+# BH_PG_CHROOT_PACKAGES from SUITE, without recommends.  No service starts
+# (policy-rc.d) and no cluster is made at install: the suites make their own.
+# The .complete marker (holding bh_pg_chroot_recipe) is written last, so an
+# interrupted build is redone; the downloaded .debs are dropped.  Prints
+# the root; exits with BH_PG_UNAVAILABLE if the chroot cannot be built.
+# Output goes to a log in the cache, whose tail is shown on a failure.
+bh_pg_build_chroot() {    # bh_pg_build_chroot MAJOR SUITE -> root
+    local major=$1 suite=$2 root log recipe rc=0
+    local -a packages
+    root=$(bh_pg_root_of "$major")
+    log="$BH_PG_CACHE/build-$major.log"
+    mkdir -p "$BH_PG_CACHE"
+    : >"$log"
+    recipe=$(bh_pg_chroot_recipe "$major" "$suite")
+    read -r -a packages <<<"${recipe#* }"
+    bh_say "making a Debian $suite chroot for PostgreSQL $major in $root: debootstrap, then ${packages[*]} (log: $log)" >&2
+    # an interrupted build may have left its mounts: never remove through them
+    bh_pg_chroot_umount "$root" >>"$log" 2>&1 || bh_die "cannot unmount what is mounted under $root"
+    rm -rf -- "$root"
+    mkdir -p -- "$root"
+    (umask 022 && bh_pg_chroot_steps "$root" "$suite" "${packages[@]}" &&
+        chroot "$root" "/usr/lib/postgresql/$major/bin/pg_config" --version) >>"$log" 2>&1 || rc=$?
+    bh_pg_chroot_umount "$root" >>"$log" 2>&1 || rc=1
+    if [ "$rc" -ne 0 ]; then
+        tail -n 20 "$log" >&2
+        bh_warn "the Debian $suite chroot for PostgreSQL $major could not be built; log: $log"
+        exit "$BH_PG_UNAVAILABLE"
+    fi
+    printf '%s\n' "$recipe" >"$root/.complete"
+    printf '%s\n' "$root"
+}
+
+# The pg_config of MAJOR, building it first if its kind needs that (for a
+# chroot, its path inside: run it with bh_pg_run).
 bh_pg_config_of() {    # bh_pg_config_of MAJOR -> path
     local kind arg prefix
     read -r kind arg < <(bh_pg_entry "$1") || bh_die "PostgreSQL $1 is not in the matrix ($(bh_pg_majors | tr '\n' ' '))"
@@ -192,5 +363,10 @@ bh_pg_config_of() {    # bh_pg_config_of MAJOR -> path
         source)
             prefix=$(bh_pg_cached_build "$1") || prefix=$(bh_pg_build_source "$1" "$arg") || return $?
             printf '%s\n' "$prefix/bin/pg_config" ;;
+        chroot)
+            [ "$(cat -- "$(bh_pg_root_of "$1")/.complete" 2>/dev/null)" = \
+              "$(bh_pg_chroot_recipe "$1" "$arg")" ] ||
+                (bh_pg_build_chroot "$1" "$arg" >/dev/null) || return $?
+            printf '%s\n' "/usr/lib/postgresql/$1/bin/pg_config" ;;
     esac
 }

@@ -6,8 +6,10 @@
 # On a Debian 12 machine it installs what is missing (apt-get), gets every
 # PostgreSQL version of the matrix (scripts/postgres.sh: 15 from Debian 12's
 # packages; 17 and 18 built once from Debian's source packages into a cache;
-# a version whose source cannot be downloaded is skipped, and the summary
-# line says so),
+# 19, a release candidate, from experimental's packages in a Debian sid
+# chroot made once into that cache, where its build, servers and suites
+# run; a version whose source cannot be downloaded, or whose chroot cannot
+# be built, is skipped, and the summary line says so),
 # copies the source tree to a throwaway directory per version, builds it
 # there with warnings as errors, installs the extension into that version's
 # server (the test servers load $libdir/bulkhead.so), and runs `make
@@ -59,21 +61,36 @@ FIRST_VERSION_ONLY=(locale clients stress valgrind package alerts meta bench)
 ALL_SUITES=("${EVERY_VERSION[@]}" "${FIRST_VERSION_ONLY[@]}")
 mapfile -t MAJORS < <(bh_pg_majors)
 FIRST_MAJOR=${MAJORS[0]}
-LAST_MAJOR=${MAJORS[-1]}
+# the last released version: a release candidate (a chroot version of
+# scripts/postgres.sh) comes after it, and counts as a middle one below
+LAST_MAJOR=
+for major in "${MAJORS[@]}"; do
+    [ -n "$(bh_pg_root_of "$major")" ] || LAST_MAJOR=$major
+done
 
-# In a run of every suite, a version between the first and the last runs
-# these TAP files only (all of them: scripts/test.sh tap --pg MAJOR): the
+# In a run of every suite, a version other than the first and the last
+# released one runs these TAP files only (all of them: scripts/test.sh tap
+# --pg MAJOR): the
 # code compiled for 17 is 18's but for two declarations (the #if blocks
 # are at 16 and 17), so what 17 can break is the server's side, tried here
 # on each of its interfaces: wait events and the FIFO queue, the worker's
 # and the server's restarts, a standby, the idle guards, the gates (parse
 # analysis and snapshots, ExecutorStart, ProcessUtility), deadlocks, the
 # upgrade scripts, the holders' sampling (/proc and the cgroup), max_hold's
-# signals.  Everything else runs on the first and the last versions (about
-# 100 s less per run).
+# signals, the guards' restore through guc.c's internals (19 moved an
+# integer setting's reset value: 151 failed there, regress did not).  The
+# same files try a release candidate (19), whose #if blocks are few as
+# well.  Everything else runs on the first and the last released versions
+# (about 100 s less per run).
 TAP_MIDDLE_VERSIONS=(001_fifo 004_restart 005_worker_restart 006_standby
     007_idle_timeout 060_transparent 061_queue_snapshot 070_deadlock
-    080_upgrade 132_adaptive_cgroup 150_utility_gate 180_max_hold)
+    080_upgrade 132_adaptive_cgroup 150_utility_gate 151_guard_reload
+    180_max_hold)
+# The TAP files that drive Debian 12's prometheus-postgres-exporter (0.11)
+# and Prometheus (2.42), for which monitoring/ is written: a chroot version
+# (scripts/postgres.sh) has neither (sid's take other flags), and runs every
+# other file.
+TAP_HOST_ONLY=(020_prometheus 160_alerts 161_alert_min_running)
 
 SUITE=all
 ONLY_MAJOR=
@@ -129,6 +146,26 @@ bh_reset_client_env
 
 bh_trap_cleanup_work
 
+# A chroot version's mounts (scripts/postgres.sh: /proc, /dev/shm, and $WORK
+# bound inside) are there while its build and suites run, and then only:
+# mount_for MAJOR mounts MAJOR's chroot, if it has one, and unmounts every
+# other; mount_for "" unmounts them all, as the exit does whatever happened.
+declare -A MOUNTED=()
+mount_for() {    # mount_for MAJOR|""
+    local major=$1 m root
+    for m in "${!MOUNTED[@]}"; do
+        [ "$m" != "$major" ] || continue
+        bh_pg_chroot_umount "${MOUNTED[$m]}" || bh_warn "could not unmount all of ${MOUNTED[$m]}"
+        unset 'MOUNTED[$m]'
+    done
+    [ -n "$major" ] || return 0
+    root=$(bh_pg_root_of "$major")
+    [ -n "$root" ] && [ -z "${MOUNTED[$major]:-}" ] || return 0
+    bh_pg_chroot_mount "$root" "$WORK" || return 1
+    MOUNTED[$major]=$root
+}
+trap 'mount_for ""; bh_cleanup_work' EXIT
+
 TIMING_NAMES=()
 TIMING_US=()
 timed() {    # timed LABEL START_US: record the time since START_US
@@ -136,7 +173,7 @@ timed() {    # timed LABEL START_US: record the time since START_US
     TIMING_US+=("$(($(bh_now_us) - $2))")
 }
 
-declare -A PASSED FAILED PHASE_DIR PG_CONFIG_OF BUILD_OF WHAT_FAILED
+declare -A PASSED FAILED PHASE_DIR PG_CONFIG_OF BUILD_OF WHAT_FAILED VERSION_OF
 PHASES=()
 TOTAL_PASSED=0
 TOTAL_FAILED=0
@@ -196,8 +233,8 @@ run_script_phase() {    # run_script_phase SUITE MAJOR [SCRIPT [ARGS...]]
     bh_say "$name: ${cmd[*]}"
     t0=$(bh_now_us)
     set +e
-    (cd "$build" &&
-        PG_CONFIG=${PG_CONFIG_OF[$major]} bash "$build/${cmd[0]}" "${cmd[@]:1}") 2>&1 | tee "$log"
+    bh_pg_run "$major" "$build" \
+        env PG_CONFIG="${PG_CONFIG_OF[$major]}" bash "$build/${cmd[0]}" "${cmd[@]:1}" 2>&1 | tee "$log"
     rc=${PIPESTATUS[0]}
     set -e
     timed "$name" "$t0"
@@ -234,15 +271,16 @@ phase_prepare() {
 }
 
 # phase_make DIR MAJOR [PREFIX...] -- ARGS...: make installcheck ARGS in DIR
-# as postgres (under the command PREFIX, if any), output and errors on stdout
+# as postgres (under the command PREFIX, if any; in MAJOR's chroot if it has
+# one), output and errors on stdout
 phase_make() {
     local dir=$1 major=$2
     local -a prefix=()
     shift 2
     while [ "$1" != -- ]; do prefix+=("$1"); shift; done
     shift
-    (cd "$dir" &&
-        runuser -u postgres -- "${prefix[@]}" make installcheck PG_CONFIG="${PG_CONFIG_OF[$major]}" "$@") 2>&1
+    bh_pg_run "$major" "$dir" \
+        runuser -u postgres -- "${prefix[@]}" make installcheck PG_CONFIG="${PG_CONFIG_OF[$major]}" "$@" 2>&1
 }
 
 # phase_exec SUITE MAJOR [PORT]: the suite's make installcheck; its output
@@ -261,6 +299,9 @@ phase_exec() {
                    if [ "$SUITE" = all ] && [ -z "$ONLY_MAJOR" ] &&
                        [ "$major" != "$FIRST_MAJOR" ] && [ "$major" != "$LAST_MAJOR" ]; then
                        args+=("PROVE_TESTS=$(printf 'test/t/%s.pl ' "${TAP_MIDDLE_VERSIONS[@]}")")
+                   elif [ -n "$(bh_pg_root_of "$major")" ]; then
+                       args+=("PROVE_TESTS=$(cd "$dir" && printf '%s\n' test/t/*.pl |
+                           grep -vxF -f <(printf 'test/t/%s.pl\n' "${TAP_HOST_ONLY[@]}") | tr '\n' ' ')")
                    fi ;;
         locale)    args=(ISOLATION= TAP_TESTS=)
                    prefix=(env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="$dir" LC_ALL=C) ;;
@@ -410,6 +451,10 @@ summary() {
         printf '    %-20s %9s\n' "${TIMING_NAMES[$i]}" "$(bh_fmt_us "${TIMING_US[$i]}")"
     done
     printf '    %-20s %9s\n' total "$(bh_fmt_us "$(($(bh_now_us) - RUN_T0))")"
+    bh_say "versions"
+    for i in "${PLAN_MAJORS[@]}"; do
+        printf '    %-20s %s\n' "PostgreSQL $i" "${VERSION_OF[$i]:-not run}"
+    done
     bh_say "results"
     for i in "${PHASES[@]}"; do
         printf '    %-20s %s passed, %s failed\n' "$i" "${PASSED[$i]}" "${FAILED[$i]}"
@@ -457,19 +502,24 @@ for major in "${PLAN_MAJORS[@]}"; do
     PG_CONFIG_OF[$major]=$(bh_pg_config_of "$major") || rc=$?
     timed "postgres $major" "$t0"
     if [ "$rc" -eq "$BH_PG_UNAVAILABLE" ]; then
-        # no source to be had: skip this version's suites, loudly
+        # no source to be had, no chroot to be made: skip this version's
+        # suites, loudly
         n=$(printf '%s\n' "${PLAN[@]}" | grep -c " $major\$" || true)
+        reason=$(bh_pg_unavailable_reason "$major")
         TOTAL_SKIPPED=$((TOTAL_SKIPPED + n))
-        SKIP_REASONS+=("PostgreSQL $major: no source could be downloaded, $n suites not run")
-        bh_warn "SKIPPING PostgreSQL $major: no source could be downloaded ($n suites)"
+        SKIP_REASONS+=("PostgreSQL $major: $reason, $n suites not run")
+        bh_warn "SKIPPING PostgreSQL $major: $reason ($n suites)"
         BROKEN[$major]=1
         continue
     fi
-    if [ "$rc" -ne 0 ]; then
+    if [ "$rc" -ne 0 ] ||
+       ! VERSION_OF[$major]=$(bh_pg_run "$major" / "${PG_CONFIG_OF[$major]}" --version); then
         fail_step "postgres $major" "$major" "PostgreSQL $major could not be had"
         continue
     fi
-    bh_say "PostgreSQL $major: $("${PG_CONFIG_OF[$major]}" --version) (${PG_CONFIG_OF[$major]})"
+    root=$(bh_pg_root_of "$major")
+    VERSION_OF[$major]+=" (${root:+chroot $root: }${PG_CONFIG_OF[$major]})"
+    bh_say "PostgreSQL $major: ${VERSION_OF[$major]}"
 done
 
 # 2. per version, a private copy of the tree, built and installed as root.
@@ -482,9 +532,14 @@ for major in "${PLAN_MAJORS[@]}"; do
     BUILD_OF[$major]=$WORK/bulkhead-$major
     t0=$(bh_now_us)
     bh_copy_tree "$SRC_DIR" "${BUILD_OF[$major]}"
-    bh_say "build and install in ${BUILD_OF[$major]} (${PG_CONFIG_OF[$major]})"
+    bh_say "build and install in ${BUILD_OF[$major]} (${VERSION_OF[$major]})"
+    # (in a chroot: as root there, into its server)
+    root=$(bh_pg_root_of "$major")
+    in_root=()
+    [ -z "$root" ] || in_root=(chroot "$root" env -u TMPDIR)
     set +e
-    BH_PG_CONFIG=${PG_CONFIG_OF[$major]} bh_build_install "${BUILD_OF[$major]}"
+    mount_for "$major" &&
+        BH_PG_CONFIG=${PG_CONFIG_OF[$major]} bh_build_install "${BUILD_OF[$major]}" "${in_root[@]}"
     rc=$?
     set -e
     timed "build $major" "$t0"
@@ -492,7 +547,8 @@ for major in "${PLAN_MAJORS[@]}"; do
         fail_step "build $major" "$major" "build or install for PostgreSQL $major failed (exit $rc)"
         continue
     fi
-    chown -R postgres:postgres "${BUILD_OF[$major]}"
+    # (the postgres user of the chroot, if any: its uid may differ)
+    bh_pg_run "$major" / chown -R postgres:postgres "${BUILD_OF[$major]}"
 done
 
 # 3. the suites, each against its own temporary server; a failing suite does
@@ -501,6 +557,10 @@ declare -A AT_ONCE_DONE
 for item in "${PLAN[@]}"; do
     read -r suite major <<<"$item"
     [ -z "${BROKEN[$major]:-}" ] || continue
+    if ! mount_for "$major"; then
+        fail_step "mount $major" "$major" "the chroot of PostgreSQL $major could not be mounted"
+        continue
+    fi
     case $suite in
         # one version's pg_regress suites, all at the first of them
         regress|isolation|locale)
@@ -523,6 +583,7 @@ for item in "${PLAN[@]}"; do
     esac
 done
 
+mount_for ""
 [ "$TOTAL_FAILED" -eq 0 ] || show_failure_details
 bh_cleanup_work
 summary

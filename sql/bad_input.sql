@@ -134,7 +134,9 @@ SELECT bulkhead_release('%s%d%n');
 SELECT bulkhead_stats_reset('%s%d%n');
 \echo :LAST_ERROR_SQLSTATE
 
--- arguments of the wrong type
+-- arguments of the wrong type (tersely: PostgreSQL 19 words the hint of
+-- a function that does not exist differently; the SQLSTATE is the point)
+\set VERBOSITY terse
 SELECT bulkhead_acquire(1);
 \echo :LAST_ERROR_SQLSTATE
 SELECT bulkhead_acquire('w', 5);
@@ -143,6 +145,7 @@ SELECT bulkhead_acquire('w', 'soon');
 \echo :LAST_ERROR_SQLSTATE
 SELECT bulkhead_acquire('w', '1s', 'k', '2s');
 \echo :LAST_ERROR_SQLSTATE
+\set VERBOSITY default
 -- tenants: a key of more than 63 bytes, a key with max_running_per_key or
 -- max_queued_per_key out of range
 SELECT bulkhead_acquire('w', '1s', repeat('k', 64));
@@ -156,8 +159,10 @@ UPDATE bulkhead_workload SET max_running_per_key = 0 WHERE name = 'w';
 \echo :LAST_ERROR_SQLSTATE
 UPDATE bulkhead_workload SET max_queued_per_key = -1 WHERE name = 'w';
 \echo :LAST_ERROR_SQLSTATE
+\set VERBOSITY terse
 SELECT bulkhead_release_all('w');
 \echo :LAST_ERROR_SQLSTATE
+\set VERBOSITY default
 -- the trigger function is for the trigger only
 SELECT bulkhead_workload_changed();
 \echo :LAST_ERROR_SQLSTATE

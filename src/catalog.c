@@ -347,7 +347,11 @@ check_row_count(Relation rel, const ConfigTable *ct)
 	LockRelationOid(RelationGetRelid(rel), ShareUpdateExclusiveLock);
 	CommandCounterIncrement();	/* this statement's own rows count too */
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
+#if PG_VERSION_NUM >= 190000	/* 19 adds the scan's flags */
+	scan = table_beginscan(rel, snapshot, 0, NULL, SO_NONE);
+#else
 	scan = table_beginscan(rel, snapshot, 0, NULL);
+#endif
 	tuple = table_slot_create(rel, NULL);
 	while (table_scan_getnextslot(scan, ForwardScanDirection, tuple))
 		rows++;

@@ -170,6 +170,21 @@ guc_record(GuardSetting *g)
 }
 
 /*
+ * The reset value of an integer setting's record: PostgreSQL 19 keeps the
+ * fields of each type in a union inside config_generic, where earlier
+ * versions made config_generic the first member of config_int.
+ */
+static int
+int_reset_val(struct config_generic *rec)
+{
+#if PG_VERSION_NUM >= 190000
+	return rec->_int.reset_val;
+#else
+	return ((struct config_int *) rec)->reset_val;
+#endif
+}
+
+/*
  * The session-level value of g.  guc.c's stack has an entry per nesting
  * level (transaction, savepoint, function with SET clauses) that changed the
  * setting, the newest on top; an entry's prior value is the value below its
@@ -256,7 +271,7 @@ change_session_values(GuardSetting *g, const SessionChange *change)
 	 */
 	if (reset)
 	{
-		restore.to = ((struct config_int *) rec)->reset_val;
+		restore.to = int_reset_val(rec);
 		change = &restore;
 	}
 
@@ -447,7 +462,7 @@ bulkhead_apply_guards(const BulkheadLocalPermit *permit)
 				{
 					g->base_value = before;
 					g->base_reset =
-						before == ((struct config_int *) guc_record(g))->reset_val;
+						before == int_reset_val(guc_record(g));
 					g->active = true;
 					active_guards++;
 				}

@@ -41,6 +41,7 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
+#include "utils/wait_event.h"	/* pgstat.h includes it only up to 18 */
 
 /* Custom SQLSTATEs of DESIGN.md */
 #define ERRCODE_BULKHEAD_FULL		MAKE_SQLSTATE('5','3','B','0','1')

@@ -45,6 +45,7 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"	/* get_database_name from 19 on */
 #include "utils/memutils.h"
 
 PG_FUNCTION_INFO_V1(bulkhead_classify);

@@ -83,7 +83,11 @@ read_rows(Relation rel, Snapshot snapshot, int *n)
 	AttrNumber	att_parent = attnameAttNum(rel, "parent", false);
 	AttrNumber	att_reserved = attnameAttNum(rel, "reserved", false);
 	AttrNumber	att_move_to = attnameAttNum(rel, "move_to", false);
+#if PG_VERSION_NUM >= 190000	/* 19 adds the scan's flags */
+	TableScanDesc scan = table_beginscan(rel, snapshot, 0, NULL, SO_NONE);
+#else
 	TableScanDesc scan = table_beginscan(rel, snapshot, 0, NULL);
+#endif
 	TupleTableSlot *tuple = table_slot_create(rel, NULL);
 	int			size = 64;
 	TreeRow    *rows = palloc(sizeof(TreeRow) * size);

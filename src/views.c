@@ -28,6 +28,7 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
+#include "utils/tuplestore.h"	/* funcapi.h includes it only up to 18 */
 
 PG_FUNCTION_INFO_V1(bulkhead_stats);
 PG_FUNCTION_INFO_V1(bulkhead_activity);
