@@ -41,6 +41,7 @@
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
+#include "executor/execdesc.h"
 #include "jit/jit.h"
 #include "miscadmin.h"
 #include "optimizer/cost.h"
@@ -335,12 +336,6 @@ bulkhead_caps_combine(BulkheadCaps *into, const BulkheadCaps *caps)
 	}
 }
 
-bool
-bulkhead_caps_lower_planning(const BulkheadCaps *caps)
-{
-	return caps->mask != 0 && to_lower(caps, BULKHEAD_PLANNING_CAPS) != 0;
-}
-
 /* Transactions ended in this backend: a frame's level is gone with its own */
 static uint64 xact_ends = 0;
 
@@ -374,6 +369,28 @@ bulkhead_caps_leave(BulkheadCapsFrame frame)
 {
 	if (frame.level > 0 && frame.ends == xact_ends)
 		AtEOXact_GUC(true, frame.level);
+}
+
+/*
+ * A plan made before its lane capped max_parallel_workers_per_gather at 0
+ * (a cached one) runs without parallel workers: the executor enters
+ * parallel mode only when the plan says so, and a Gather then runs its
+ * plan in the leader.  (The plan is the cache's: the query's own copy of
+ * its top node says so.)
+ */
+void
+bulkhead_caps_no_parallel_workers(QueryDesc *queryDesc, const BulkheadCaps *caps)
+{
+	PlannedStmt *copy;
+
+	if (!(caps->mask & (1 << BULKHEAD_CAP_PARALLEL_PER_GATHER)) ||
+		caps->value[BULKHEAD_CAP_PARALLEL_PER_GATHER] > 0 ||
+		!queryDesc->plannedstmt->parallelModeNeeded)
+		return;
+	copy = palloc(sizeof(PlannedStmt));
+	*copy = *queryDesc->plannedstmt;
+	copy->parallelModeNeeded = false;
+	queryDesc->plannedstmt = copy;
 }
 
 /*---- Caps over a utility that may commit internally ----*/

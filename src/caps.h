@@ -64,8 +64,14 @@ extern bool bulkhead_caps_enter_session(const BulkheadCaps *caps);
 extern void bulkhead_caps_leave_session(bool failed);
 extern void bulkhead_caps_restore_pending(void);
 
-/* Would caps lower a setting the planner uses, from what is set now? */
-extern bool bulkhead_caps_lower_planning(const BulkheadCaps *caps);
+/*
+ * A plan made before its lane capped max_parallel_workers_per_gather at 0
+ * (a cached one) runs without parallel workers.
+ */
+struct QueryDesc;
+extern void bulkhead_caps_no_parallel_workers(struct QueryDesc *queryDesc,
+											  const BulkheadCaps *caps);
+
 
 /* From _PG_init */
 extern void bulkhead_caps_init(void);

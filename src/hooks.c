@@ -96,12 +96,11 @@ lanes_here(void)
 	return bulkhead_gate_applies() && bulkhead_lanes_apply();
 }
 
-/* The next planner, at one more nesting level, with caps in force */
+/* The next planner, at one more nesting level */
 static PlannedStmt *
-plan_capped(const BulkheadCaps *caps, PLANNER_PARAMS)
+plan_next(PLANNER_PARAMS)
 {
 	PlannedStmt *result;
-	BulkheadCapsFrame frame = bulkhead_caps_enter(caps);
 
 	bulkhead_nesting++;
 	PG_TRY();
@@ -116,6 +115,16 @@ plan_capped(const BulkheadCaps *caps, PLANNER_PARAMS)
 		bulkhead_nesting--;
 	}
 	PG_END_TRY();
+	return result;
+}
+
+/* The same with caps in force (an error pops their level with the abort) */
+static PlannedStmt *
+plan_capped(const BulkheadCaps *caps, PLANNER_PARAMS)
+{
+	BulkheadCapsFrame frame = bulkhead_caps_enter(caps);
+	PlannedStmt *result = plan_next(PLANNER_ARGS(parse));
+
 	bulkhead_caps_leave(frame);
 	return result;
 }
@@ -258,28 +267,6 @@ hooks_planner(PLANNER_PARAMS)
 }
 
 /*
- * A plan made before its lane capped max_parallel_workers_per_gather at 0
- * (a cached one) runs without parallel workers: the executor enters
- * parallel mode only when the plan says so, and a Gather then runs its
- * plan in the leader.  (The plan is the cache's: the query's own copy of
- * its top node says so.)
- */
-static void
-no_parallel_workers(QueryDesc *queryDesc)
-{
-	PlannedStmt *copy;
-
-	if (!(bulkhead_caps_in_force.mask & (1 << BULKHEAD_CAP_PARALLEL_PER_GATHER)) ||
-		bulkhead_caps_in_force.value[BULKHEAD_CAP_PARALLEL_PER_GATHER] > 0 ||
-		!queryDesc->plannedstmt->parallelModeNeeded)
-		return;
-	copy = palloc(sizeof(PlannedStmt));
-	*copy = *queryDesc->plannedstmt;
-	copy->parallelModeNeeded = false;
-	queryDesc->plannedstmt = copy;
-}
-
-/*
  * The gate at an executor start: the client's statement not matched when
  * planned (a cached plan, or what EXECUTE or EXPLAIN ANALYZE runs) meets
  * the statement rules; else the transaction's first statement takes the
@@ -299,16 +286,10 @@ gate_executor_start(QueryDesc *queryDesc, int eflags)
 		(void) bulkhead_gate_transaction(NULL);
 }
 
+/* The next ExecutorStart, Run, Finish, at one more nesting level */
 static void
-hooks_ExecutorStart(QueryDesc *queryDesc, int eflags)
+start_next(QueryDesc *queryDesc, int eflags)
 {
-	BulkheadCapsFrame frame;
-
-	bulkhead_caps_restore_pending();
-	bulkhead_local_follow_moves();
-	gate_executor_start(queryDesc, eflags);
-	no_parallel_workers(queryDesc);
-	frame = bulkhead_caps_enter(&bulkhead_caps_in_force);
 	bulkhead_nesting++;
 	PG_TRY();
 	{
@@ -322,18 +303,11 @@ hooks_ExecutorStart(QueryDesc *queryDesc, int eflags)
 		bulkhead_nesting--;
 	}
 	PG_END_TRY();
-	bulkhead_caps_leave(frame);
 }
 
 static void
-hooks_ExecutorRun(RUN_PARAMS)
+run_next(RUN_PARAMS)
 {
-	BulkheadCapsFrame frame;
-
-	/* a portal resumed in a transaction that lost its permit since */
-	if (bulkhead_nesting == 0 && !bulkhead_gate_passed())
-		(void) bulkhead_gate_transaction(NULL);
-	frame = bulkhead_caps_enter(&bulkhead_caps_in_force);
 	bulkhead_nesting++;
 	PG_TRY();
 	{
@@ -347,14 +321,11 @@ hooks_ExecutorRun(RUN_PARAMS)
 		bulkhead_nesting--;
 	}
 	PG_END_TRY();
-	bulkhead_caps_leave(frame);
 }
 
 static void
-hooks_ExecutorFinish(QueryDesc *queryDesc)
+finish_next(QueryDesc *queryDesc)
 {
-	BulkheadCapsFrame frame = bulkhead_caps_enter(&bulkhead_caps_in_force);
-
 	bulkhead_nesting++;
 	PG_TRY();
 	{
@@ -368,6 +339,41 @@ hooks_ExecutorFinish(QueryDesc *queryDesc)
 		bulkhead_nesting--;
 	}
 	PG_END_TRY();
+}
+
+static void
+hooks_ExecutorStart(QueryDesc *queryDesc, int eflags)
+{
+	BulkheadCapsFrame frame;
+
+	bulkhead_caps_restore_pending();
+	bulkhead_local_follow_moves();
+	gate_executor_start(queryDesc, eflags);
+	bulkhead_caps_no_parallel_workers(queryDesc, &bulkhead_caps_in_force);
+	frame = bulkhead_caps_enter(&bulkhead_caps_in_force);
+	start_next(queryDesc, eflags);
+	bulkhead_caps_leave(frame);
+}
+
+static void
+hooks_ExecutorRun(RUN_PARAMS)
+{
+	BulkheadCapsFrame frame;
+
+	/* a portal resumed in a transaction that lost its permit since */
+	if (bulkhead_nesting == 0 && !bulkhead_gate_passed())
+		(void) bulkhead_gate_transaction(NULL);
+	frame = bulkhead_caps_enter(&bulkhead_caps_in_force);
+	run_next(RUN_ARGS);
+	bulkhead_caps_leave(frame);
+}
+
+static void
+hooks_ExecutorFinish(QueryDesc *queryDesc)
+{
+	BulkheadCapsFrame frame = bulkhead_caps_enter(&bulkhead_caps_in_force);
+
+	finish_next(queryDesc);
 	bulkhead_caps_leave(frame);
 }
 
@@ -413,7 +419,11 @@ utility_caps(Node *stmt, ProcessUtilityContext context)
 		case T_ExplainStmt:
 			return CAPS_NONE;
 		case T_VacuumStmt:
+#if PG_VERSION_NUM >= 190000
+		case T_RepackStmt:		/* CLUSTER and REPACK, 19 on */
+#else
 		case T_ClusterStmt:
+#endif
 		case T_ReindexStmt:
 		case T_IndexStmt:
 		case T_DropStmt:
@@ -461,60 +471,28 @@ gate_utility(Node *stmt, const char *queryString, ProcessUtilityContext context)
 		runs_outside_block(stmt, context);
 }
 
-static void
-next_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
-					bool readOnlyTree, ProcessUtilityContext context,
-					ParamListInfo params, QueryEnvironment *queryEnv,
-					DestReceiver *dest, QueryCompletion *qc)
-{
-	if (prev_ProcessUtility)
-		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-							params, queryEnv, dest, qc);
-	else
-		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-								params, queryEnv, dest, qc);
-}
-
 /*
- * Long: the gate, the hold over internal commits, the nesting level and the
- * caps of one utility call, each undone on an error in the order taken.
+ * The next ProcessUtility, at one more nesting level.  On an error the
+ * flags go first (the hold over internal commits, what EXECUTE or EXPLAIN
+ * ANALYZE stood for, the session caps, to be put back at the next
+ * statement); then the abort returns the permit (local.c; at a FATAL the
+ * exit callback does) and pops the caps' nesting level.
  */
 static void
-hooks_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
-					 bool readOnlyTree, ProcessUtilityContext context,
-					 ParamListInfo params, QueryEnvironment *queryEnv,
-					 DestReceiver *dest, QueryCompletion *qc)
+utility_next(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
+			 ProcessUtilityContext context, ParamListInfo params,
+			 QueryEnvironment *queryEnv, DestReceiver *dest,
+			 QueryCompletion *qc, bool top, bool session_capped, bool hold)
 {
-	Node	   *stmt = pstmt->utilityStmt;
-	bool		discard_all = IsA(stmt, DiscardStmt) &&
-		((DiscardStmt *) stmt)->target == DISCARD_ALL;
-	bool		top = bulkhead_nesting == 0;
-	bool		hold;
-	UtilityCaps caps;
-	volatile bool session_capped = false;
-	BulkheadCapsFrame frame = {0, 0};
-
-	bulkhead_caps_restore_pending();
-	bulkhead_local_follow_moves();
-	hold = gate_utility(stmt, queryString, context);
-	caps = utility_caps(stmt, context);
-
-	/*
-	 * On an error the flags go first, then the abort returns the permit
-	 * (local.c; at a FATAL the exit callback does) and pops the caps'
-	 * nesting level; session caps are put back at the next statement.
-	 */
-	if (hold)
-		bulkhead_gate_hold_for_utility(true);
-	if (caps == CAPS_SESSION)
-		session_capped = bulkhead_caps_enter_session(&bulkhead_caps_in_force);
-	else if (caps == CAPS_LEVEL)
-		frame = bulkhead_caps_enter(&bulkhead_caps_in_force);
 	bulkhead_nesting++;
 	PG_TRY();
 	{
-		next_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-							params, queryEnv, dest, qc);
+		if (prev_ProcessUtility)
+			prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
+		else
+			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+									params, queryEnv, dest, qc);
 	}
 	PG_CATCH();
 	{
@@ -529,6 +507,36 @@ hooks_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	}
 	PG_END_TRY();
 	bulkhead_nesting--;
+}
+
+/* The gate, the hold over internal commits and the caps of one utility */
+static void
+hooks_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
+					 bool readOnlyTree, ProcessUtilityContext context,
+					 ParamListInfo params, QueryEnvironment *queryEnv,
+					 DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *stmt = pstmt->utilityStmt;
+	bool		discard_all = IsA(stmt, DiscardStmt) &&
+		((DiscardStmt *) stmt)->target == DISCARD_ALL;
+	bool		top = bulkhead_nesting == 0;
+	bool		hold;
+	UtilityCaps caps;
+	bool		session_capped = false;
+	BulkheadCapsFrame frame = {0, 0};
+
+	bulkhead_caps_restore_pending();
+	bulkhead_local_follow_moves();
+	hold = gate_utility(stmt, queryString, context);
+	caps = utility_caps(stmt, context);
+	if (hold)
+		bulkhead_gate_hold_for_utility(true);
+	if (caps == CAPS_SESSION)
+		session_capped = bulkhead_caps_enter_session(&bulkhead_caps_in_force);
+	else if (caps == CAPS_LEVEL)
+		frame = bulkhead_caps_enter(&bulkhead_caps_in_force);
+	utility_next(pstmt, queryString, readOnlyTree, context, params, queryEnv,
+				 dest, qc, top, session_capped, hold);
 	if (top)
 		bulkhead_statement_undefer();
 	bulkhead_caps_leave(frame);
