@@ -83,6 +83,8 @@ SET bulkhead.exempt_superuser = off;
 SELECT bh_wait($$(SELECT workload FROM bulkhead_classify('SELECT count(*) FROM generate_series(1, 10000000)')) = 'heavy'$$);
 RESET bulkhead.exempt_superuser;
 
+-- (jit's default is off from 19 on: the session's own value, to cap)
+SET jit = on;
 CREATE TABLE lane_t (id int);
 ALTER TABLE lane_t OWNER TO regress_bh_lane;
 GRANT CREATE ON SCHEMA public TO regress_bh_lane;
