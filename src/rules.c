@@ -21,7 +21,11 @@
  *
  * An evaluation copies the rules under the rule lock held shared and
  * matches outside it: role membership and LIKE may read catalogs and may
- * throw.  The first matching rule in position order wins.
+ * throw.  The first matching session rule in position order wins.  A
+ * statement rule (1.3: min_cost or command set) classifies no session: the
+ * evaluation keeps, in order, those whose session columns match, and
+ * lanes.c matches each statement against them (kind and cost only).  With
+ * none in the set, a statement costs one atomic read.
  *
  * Owns the rule set and the classification records in shared memory
  * (which lock protects which field is written down in rules.h), and the
