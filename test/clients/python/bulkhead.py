@@ -100,7 +100,7 @@ def admit(conn, workload, wait=None, *, key=None):
         raise psycopg.ProgrammingError(
             "bulkhead.admit() opens the transaction itself: the connection is already "
             "in a transaction (commit or roll back first, or use an autocommit connection)")
-    # only a key calls the keyed overload (bulkhead 1.2): without one, the
+    # only a key passes the key argument (bulkhead 1.2): without one, the
     # call is the one every version of the extension has
     if key:
         sql = "SELECT bulkhead_acquire_xact(%s, %s::interval, %s)"

@@ -461,32 +461,31 @@ def test_key_reaches_the_server(admin, pools, threads):
     assert stat(admin, w, "released") == 7
 
 
-def test_without_key_the_keyed_overload_is_not_called(admin):
+def test_without_key_the_helper_works_with_bulkhead_11(admin):
     """Without a key admit() calls bulkhead_acquire_xact(workload, timeout)
-    as it always did, so it works where the keyed overload is missing
-    (bulkhead 1.1): for a role that may not run the keyed overload, every
-    call without a key is admitted, and a key is refused with 42501."""
-    w = "py_nokeyed"
+    as it always did, so it works against bulkhead 1.1, whose function has
+    no key argument (in 1.2 the key is a third argument with a default): in
+    a database whose extension is still at 1.1, every call without a key is
+    admitted, and one with a key fails as 1.1 cannot take it (42883)."""
+    w = "py_v11"
     define(admin, w, 1, 0, "1s")
-    admin.execute("DROP ROLE IF EXISTS bh_py_nokeyed")
-    admin.execute("CREATE ROLE bh_py_nokeyed LOGIN")
-    admin.execute("REVOKE EXECUTE ON FUNCTION bulkhead_acquire_xact(text, interval, text)"
-                  " FROM PUBLIC")
+    admin.execute("DROP DATABASE IF EXISTS bh_py_v11")
+    admin.execute("CREATE DATABASE bh_py_v11")
+    dsn = DSN.replace("dbname=postgres", "dbname=bh_py_v11")
     try:
-        with psycopg.connect(DSN, user="bh_py_nokeyed", autocommit=True) as conn:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION bulkhead VERSION '1.1'")
             calls = [{}, {"wait": "200ms"}, {"key": None}, {"wait": 0.2, "key": ""}]
             for i, kwargs in enumerate(calls):
                 with bulkhead.admit(conn, w, **kwargs):
                     assert conn.execute("SELECT %s::int", (i,)).fetchone()[0] == i
-            with pytest.raises(psycopg.errors.InsufficientPrivilege) as exc:
+            with pytest.raises(psycopg.errors.UndefinedFunction) as exc:
                 with bulkhead.admit(conn, w, wait="200ms", key="a"):
                     pytest.fail("the block ran")
             assert "bulkhead_acquire_xact" in str(exc.value)
             assert conn.info.transaction_status == TransactionStatus.IDLE
     finally:
-        admin.execute("GRANT EXECUTE ON FUNCTION bulkhead_acquire_xact(text, interval, text)"
-                      " TO PUBLIC")
-        admin.execute("DROP ROLE bh_py_nokeyed")
+        admin.execute("DROP DATABASE bh_py_v11")
     assert_idle(admin, w)
     assert stat(admin, w, "acquired") == 4
 

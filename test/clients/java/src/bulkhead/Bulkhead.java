@@ -177,7 +177,7 @@ public final class Bulkhead {
 
     private static void acquire(Connection conn, String workload, Duration wait, String key)
             throws SQLException {
-        // Only a key calls the keyed overload (bulkhead 1.2): without one,
+        // Only a key passes the key argument (bulkhead 1.2): without one,
         // the call is the one every version of the extension has.
         boolean keyed = key != null && !key.isEmpty();
         StringBuilder sql = new StringBuilder("SELECT bulkhead_acquire_xact(?");

@@ -618,34 +618,39 @@ class BulkheadTest {
 
     /**
      * Without a key the helper calls bulkhead_acquire_xact(workload[, timeout])
-     * as it always did, so it works where the keyed overload is missing
-     * (bulkhead 1.1): for a role that may not run the keyed overload, every
-     * call without a key is admitted, and a key is refused with 42501.
+     * as it always did, so it works against bulkhead 1.1, whose function has
+     * no key argument (in 1.2 the key is a third argument with a default): in
+     * a database whose extension is still at 1.1, every call without a key is
+     * admitted, and one with a key fails as 1.1 cannot take it (42883).
      */
     @Test
-    void withoutKeyTheKeyedOverloadIsNotCalled() throws Exception {
-        String w = "jdbc_nokeyed";
+    void withoutKeyTheHelperWorksWithBulkhead11() throws Exception {
+        String w = "jdbc_v11";
         define(w, 1, 0, "1s", null);
-        exec("DROP ROLE IF EXISTS bh_jdbc_nokeyed");
-        exec("CREATE ROLE bh_jdbc_nokeyed LOGIN");
-        exec("REVOKE EXECUTE ON FUNCTION bulkhead_acquire_xact(text, interval, text) FROM PUBLIC");
-        try (Connection c = DriverManager.getConnection(
-                URL.substring(0, URL.indexOf('?')) + "?user=bh_jdbc_nokeyed")) {
-            assertEquals(1L, (long) Bulkhead.inTransaction(c, w, null, x -> queryLong(x, "SELECT 1")));
-            assertEquals(2L, (long) Bulkhead.inTransaction(c, w, Duration.ofMillis(200),
-                    x -> queryLong(x, "SELECT 2")));
-            assertEquals(3L, (long) Bulkhead.inTransaction(c, w, null, null, x -> queryLong(x, "SELECT 3")));
-            assertEquals(4L, (long) Bulkhead.inTransaction(c, w, Duration.ofMillis(200), "",
-                    x -> queryLong(x, "SELECT 4")));
-            SQLException e = assertThrows(SQLException.class,
-                    () -> Bulkhead.inTransaction(c, w, Duration.ofMillis(200), "a", x -> fail("the work ran")));
-            assertEquals("42501", e.getSQLState(), e.toString());
-            assertTrue(e.getMessage().contains("bulkhead_acquire_xact"), e.getMessage());
-            assertTrue(c.getAutoCommit(), "auto-commit restored");
-            assertEquals(TransactionState.IDLE, c.unwrap(BaseConnection.class).getTransactionState());
+        exec("DROP DATABASE IF EXISTS bh_jdbc_v11");
+        exec("CREATE DATABASE bh_jdbc_v11");
+        String url = URL.replace("/postgres?", "/bh_jdbc_v11?");
+        try {
+            try (Connection c = DriverManager.getConnection(url);
+                 Statement st = c.createStatement()) {
+                st.execute("CREATE EXTENSION bulkhead VERSION '1.1'");
+            }
+            try (Connection c = DriverManager.getConnection(url)) {
+                assertEquals(1L, (long) Bulkhead.inTransaction(c, w, null, x -> queryLong(x, "SELECT 1")));
+                assertEquals(2L, (long) Bulkhead.inTransaction(c, w, Duration.ofMillis(200),
+                        x -> queryLong(x, "SELECT 2")));
+                assertEquals(3L, (long) Bulkhead.inTransaction(c, w, null, null, x -> queryLong(x, "SELECT 3")));
+                assertEquals(4L, (long) Bulkhead.inTransaction(c, w, Duration.ofMillis(200), "",
+                        x -> queryLong(x, "SELECT 4")));
+                SQLException e = assertThrows(SQLException.class,
+                        () -> Bulkhead.inTransaction(c, w, Duration.ofMillis(200), "a", x -> fail("the work ran")));
+                assertEquals("42883", e.getSQLState(), e.toString());
+                assertTrue(e.getMessage().contains("bulkhead_acquire_xact"), e.getMessage());
+                assertTrue(c.getAutoCommit(), "auto-commit restored");
+                assertEquals(TransactionState.IDLE, c.unwrap(BaseConnection.class).getTransactionState());
+            }
         } finally {
-            exec("GRANT EXECUTE ON FUNCTION bulkhead_acquire_xact(text, interval, text) TO PUBLIC");
-            exec("DROP ROLE bh_jdbc_nokeyed");
+            exec("DROP DATABASE bh_jdbc_v11");
         }
         assertIdle(w);
         assertEquals(4, stat(w, "acquired"));
