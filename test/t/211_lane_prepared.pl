@@ -306,6 +306,30 @@ for my $tag (sort keys %expect)
 }
 $node->safe_psql('postgres', 'TRUNCATE log');
 
+# plan_cache_mode auto: at the 6th execution of a named statement the server
+# plans the generic plan only to learn its cost; it is costlier than the
+# custom plans, so it is dropped and a custom plan runs (generic_plans stays
+# 0).  The lane is the plan's that runs: all eight cheap executions in web.
+# (Fails with bulkhead 1.3 as of this writing: the generic plan, planned at
+# Bind through the planner hook, is matched and sends the 6th to heavy.)
+{
+	my ($stdout, $stderr);
+	my $ok = IPC::Run::run(
+		[
+			'pgbench', '-n', '-t', '8', '-M', 'prepared',
+			'-D', 'flag=0', '-D', 'tag=auto',
+			'-f', $script, '-U', 'app',
+			'-h', $node->host, '-p', $node->port, 'postgres'
+		],
+		'>', \$stdout, '2>', \$stderr);
+	ok($ok, 'pgbench -M prepared, plan_cache_mode auto, 8 executions') or diag $stderr;
+	is( $node->safe_psql('postgres',
+			"SELECT string_agg(split_part(held, '/', 1), ',' ORDER BY id) FROM log WHERE tag = 'auto'"),
+		'web,web,web,web,web,web,web,web',
+		'pgbench -M prepared, auto: every execution runs a cheap custom plan, in web, even the 6th (whose generic plan is only costed)');
+}
+$node->safe_psql('postgres', 'TRUNCATE log');
+
 SKIP:
 {
 	skip "psql's \\bind is PostgreSQL 16's", 2 if $node->pg_version < 16;
