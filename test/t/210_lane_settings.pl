@@ -320,6 +320,12 @@ is( sql($app, q{
 	'the values are put back as RESET: their source is the default again');
 $node->safe_psql('postgres', 'DROP INDEX tbad_cic');
 
+# one that fails before its first commit (the abort undoes the caps itself)
+($out, $err) = sql2($app, 'VACUUM (ANALYZE) no_such_table');
+like($err, qr/no_such_table/, 'VACUUM of a table that does not exist fails at once');
+is(sql($app, 'SHOW maintenance_work_mem'), '64MB', 'a SHOW right after it sees the session\'s value');
+is(sql($app, 'SELECT caps()'), $SESSION, 'and the statement after');
+
 # a failed one, then a transaction that fails: the values stay put back
 ($out, $err) = sql2($app, 'VACUUM (ANALYZE) tbad');
 like($err, qr/ix fails as asked/, 'VACUUM (ANALYZE) fails');
