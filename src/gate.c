@@ -10,11 +10,12 @@
  *	  lane: its kind and planned cost.
  *
  * hooks.c calls here from the planner, ExecutorStart and ProcessUtility.
- * The first statement of a transaction to reach them is always a
- * top-level one: statements run by functions and procedures come later,
- * inside it.  Once the transaction holds a permit of the workload, of any
- * scope, nothing more is done until it ends (so a procedure that commits
- * gets a new permit for each new transaction); but with statement rules,
+ * The first statement of a transaction to reach them is a top-level one
+ * (statements run by functions come later, inside it), but for the
+ * transactions a procedure starts when it commits: their first statement
+ * is the procedure's, and takes the session's workload.  Once the
+ * transaction holds a permit of the workload, of any scope, nothing more
+ * is done until it ends; but with statement rules,
  * each top-level statement is matched against them, and one that a rule
  * sends to another workload moves the transaction's permit there
  * (permit.c): the old permit is returned as the wait begins, the wait is
