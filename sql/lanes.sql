@@ -36,7 +36,7 @@ VALUES ('bad', 1, ARRAY['work_mem=' || repeat('1', 40)]);
 \echo :LAST_ERROR_SQLSTATE
 -- an UPDATE is checked the same way
 INSERT INTO bulkhead_workload (name, max_running) VALUES ('bad', 1);
-UPDATE bulkhead_workload SET settings = '{temp_file_limit=-5}' WHERE name = 'bad';
+UPDATE bulkhead_workload SET settings = '{temp_file_limit=lots}' WHERE name = 'bad';
 \echo :LAST_ERROR_SQLSTATE
 DELETE FROM bulkhead_workload WHERE name = 'bad';
 
