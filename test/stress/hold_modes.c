@@ -1310,9 +1310,34 @@ check_end(PGconn *conn, Row *rows)
 		rows[W_ROOT].acquired < leaves_acq)
 		tc_violation(V_END, "ht_root: acquired %ld, released %ld; its leaves' add up to %ld, %ld",
 				  rows[W_ROOT].acquired, rows[W_ROOT].released, leaves_acq, leaves_rel);
-	if (rows[W_ROOT].moved_in != 0 || rows[W_ROOT].moved_out != 0 || rows[W_ROOT].over_hold != 0)
-		tc_violation(V_END, "ht_root (a budget) counts moves or holders: over_hold %ld, moved_out %ld, moved_in %ld",
-				  rows[W_ROOT].over_hold, rows[W_ROOT].moved_out, rows[W_ROOT].moved_in);
+	/*
+	 * A budget holds nothing of its own (no over_hold), and counts the
+	 * permits moved into or out of its subtree (a move between two of its
+	 * children stays in it: it counts none), so its moves are at most its
+	 * children's, and its counters pair up as a leaf's do.
+	 */
+	if (rows[W_ROOT].over_hold != 0)
+		tc_violation(V_END, "ht_root (a budget) counts holders past max_hold: %ld",
+				  rows[W_ROOT].over_hold);
+	if (rows[W_ROOT].acquired + rows[W_ROOT].moved_in !=
+		rows[W_ROOT].released + rows[W_ROOT].moved_out)
+		tc_violation(V_END, "ht_root: acquired %ld + moved_in %ld != released %ld + moved_out %ld",
+				  rows[W_ROOT].acquired, rows[W_ROOT].moved_in,
+				  rows[W_ROOT].released, rows[W_ROOT].moved_out);
+	{
+		long		child_in = 0,
+					child_out = 0;
+
+		for (w = 0; w < NW; w++)
+			if (wparent[w] == W_ROOT)
+			{
+				child_in += rows[w].moved_in;
+				child_out += rows[w].moved_out;
+			}
+		if (rows[W_ROOT].moved_in > child_in || rows[W_ROOT].moved_out > child_out)
+			tc_violation(V_END, "ht_root counts more moves (in %ld, out %ld) than its children (in %ld, out %ld)",
+					  rows[W_ROOT].moved_in, rows[W_ROOT].moved_out, child_in, child_out);
+	}
 	printf("summed over the workloads that take permits: acquired %ld, released %ld, moved %ld\n",
 		   acq, rel, out);
 	/* the mix must have been exercised */
