@@ -340,7 +340,7 @@ bulkhead_caps_combine(BulkheadCaps *into, const BulkheadCaps *caps)
 static uint64 xact_ends = 0;
 
 BulkheadCapsFrame
-bulkhead_caps_enter(const BulkheadCaps *caps)
+bulkhead_caps_enter_slow(const BulkheadCaps *caps)
 {
 	BulkheadCapsFrame frame = {0, 0};
 	uint8		lower;
@@ -365,9 +365,9 @@ bulkhead_caps_enter(const BulkheadCaps *caps)
  * ALTER DATABASE ... SET TABLESPACE) had its commit pop it already.
  */
 void
-bulkhead_caps_leave(BulkheadCapsFrame frame)
+bulkhead_caps_leave_slow(BulkheadCapsFrame frame)
 {
-	if (frame.level > 0 && frame.ends == xact_ends)
+	if (frame.ends == xact_ends)
 		AtEOXact_GUC(true, frame.level);
 }
 
@@ -393,6 +393,21 @@ bulkhead_caps_no_parallel_workers(QueryDesc *queryDesc, const BulkheadCaps *caps
 	queryDesc->plannedstmt = copy;
 }
 
+/* Do caps a and b differ in what the planner uses? */
+bool
+bulkhead_caps_planning_differ(const BulkheadCaps *a, const BulkheadCaps *b)
+{
+	int			i;
+
+	if ((a->mask ^ b->mask) & BULKHEAD_PLANNING_CAPS)
+		return true;
+	for (i = 0; i < BULKHEAD_NUM_CAPS; i++)
+		if ((a->mask & BULKHEAD_PLANNING_CAPS & (1 << i)) &&
+			a->value[i] != b->value[i])
+			return true;
+	return false;
+}
+
 /*---- Caps over a utility that may commit internally ----*/
 
 typedef enum SessionCapState
@@ -412,6 +427,9 @@ static struct
 
 /* A utility failed with caps set for the session: put back next statement */
 static bool put_back_pending = false;
+
+/* How many of session_caps[] are not SESSION_CAP_NONE */
+static int	session_caps_kept = 0;
 
 bool
 bulkhead_caps_enter_session(const BulkheadCaps *caps)
@@ -439,6 +457,7 @@ bulkhead_caps_enter_session(const BulkheadCaps *caps)
 			now = GetConfigOption(name, false, false);
 			session_caps[i].saved = MemoryContextStrdup(TopMemoryContext, now);
 			session_caps[i].reset = strcmp(now, GetConfigOptionResetString(name)) == 0;
+			session_caps_kept++;
 		}
 		session_caps[i].state = SESSION_CAP_SET;
 		set_cap(i, caps->value[i], GUC_ACTION_SET);
@@ -493,6 +512,8 @@ caps_xact_callback(XactEvent event, void *arg)
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
 		event == XACT_EVENT_PREPARE)
 		xact_ends++;
+	if (likely(session_caps_kept == 0))
+		return;					/* nothing kept aside: the common case */
 
 	for (i = 0; i < BULKHEAD_NUM_CAPS; i++)
 	{
@@ -501,6 +522,7 @@ caps_xact_callback(XactEvent event, void *arg)
 		if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PREPARE)
 		{
 			session_caps[i].state = SESSION_CAP_NONE;
+			session_caps_kept--;
 			pfree(session_caps[i].saved);
 			session_caps[i].saved = NULL;
 		}

@@ -51,8 +51,26 @@ typedef struct BulkheadCapsFrame
 	uint64		ends;			/* transactions ended before it was made */
 } BulkheadCapsFrame;
 
-extern BulkheadCapsFrame bulkhead_caps_enter(const BulkheadCaps *caps);
-extern void bulkhead_caps_leave(BulkheadCapsFrame frame);
+extern BulkheadCapsFrame bulkhead_caps_enter_slow(const BulkheadCaps *caps);
+extern void bulkhead_caps_leave_slow(BulkheadCapsFrame frame);
+
+/* (inline: without caps in force, the common case, they cost a test) */
+static inline BulkheadCapsFrame
+bulkhead_caps_enter(const BulkheadCaps *caps)
+{
+	BulkheadCapsFrame none = {0, 0};
+
+	if (likely(caps->mask == 0))
+		return none;
+	return bulkhead_caps_enter_slow(caps);
+}
+
+static inline void
+bulkhead_caps_leave(BulkheadCapsFrame frame)
+{
+	if (unlikely(frame.level > 0))
+		bulkhead_caps_leave_slow(frame);
+}
 
 /*
  * A top-level utility that may commit internally (VACUUM, CREATE INDEX
@@ -72,6 +90,10 @@ struct QueryDesc;
 extern void bulkhead_caps_no_parallel_workers(struct QueryDesc *queryDesc,
 											  const BulkheadCaps *caps);
 
+
+/* Do caps a and b differ in what the planner uses? */
+extern bool bulkhead_caps_planning_differ(const BulkheadCaps *a,
+										  const BulkheadCaps *b);
 
 /* From _PG_init */
 extern void bulkhead_caps_init(void);

@@ -232,10 +232,18 @@ take_permit(const char *lane, int32 position, int move_li,
 		if (class.workload == NULL ||
 			bulkhead_local_index_by_name(class.workload) >= 0)
 			return;				/* not gated, or it holds that one already */
+		if (class.source != BULKHEAD_CLASS_RULE)
+		{
+			/* bulkhead.workload names it: no rule to look at again */
+			(void) bulkhead_acquire_permit(class.workload, bulkhead_session_key(),
+										   0, true, BULKHEAD_SCOPE_AUTO, false,
+										   snapshot_given_up, NULL);
+			return;
+		}
 		strlcpy(workload, class.workload, NAMEDATALEN);
 		if (acquire_or_move(workload, move_li, snapshot_given_up))
 			return;
-		if (attempt > 0 || class.source != BULKHEAD_CLASS_RULE)
+		if (attempt > 0)
 			break;
 		/* a move's old permit is gone: whatever comes now is an acquire */
 		move_li = -1;

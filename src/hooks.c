@@ -18,9 +18,9 @@
  * user may not run is not matched at all (its cost would tell what
  * pg_stats hides), the session's workload applies.  The transaction's
  * first statement is planned under the caps of the session's workload,
- * and planned again (from a copy of its query, kept only while some
- * workload caps such settings) if the lane it takes caps the planner's
- * settings otherwise.
+ * and planned again (from a copy of its query, kept only while a lane its
+ * statement rules may send it to caps such settings: lanes.c) if the lane
+ * it takes caps the planner's settings otherwise.
  *
  * Caps.  While permits with lanes' settings are held, the planning of a
  * top-level statement, each executor phase and each utility runs with the
@@ -152,61 +152,6 @@ plan_unmatched(const BulkheadCaps *caps, PLANNER_PARAMS)
 	return result;
 }
 
-/* The caps of workload name, read under its lock; false if unknown */
-static bool
-workload_caps(const char *name, BulkheadCaps *out)
-{
-	int			slotno = bulkhead_find_slot(name);
-	BulkheadSlot *slot;
-	bool		found;
-
-	if (slotno < 0)
-		return false;
-	slot = &bulkhead_shared->slots[slotno];
-	bulkhead_slot_lock(slot, LW_SHARED);
-	found = slot->in_use && slot->defined && strcmp(slot->name, name) == 0;
-	if (found)
-		*out = slot->config.caps;
-	LWLockRelease(slot->lock);
-	return found;
-}
-
-/*
- * The caps to plan a top-level statement under before its lane is known:
- * those in force, and for the transaction's first statement, those of the
- * workload the session would take without a statement rule (the lane most
- * statements take: then they are planned once).
- */
-static BulkheadCaps
-planning_caps(void)
-{
-	BulkheadCaps caps = bulkhead_caps_in_force;
-	BulkheadClassification class;
-	BulkheadCaps session;
-
-	if (bulkhead_gate_passed())
-		return caps;
-	bulkhead_classify_session(&class);
-	if (class.workload != NULL && workload_caps(class.workload, &session))
-		bulkhead_caps_combine(&caps, &session);
-	return caps;
-}
-
-/* Do caps a and b differ in what the planner uses? */
-static bool
-planning_caps_differ(const BulkheadCaps *a, const BulkheadCaps *b)
-{
-	int			i;
-
-	if ((a->mask ^ b->mask) & BULKHEAD_PLANNING_CAPS)
-		return true;
-	for (i = 0; i < BULKHEAD_NUM_CAPS; i++)
-		if ((a->mask & BULKHEAD_PLANNING_CAPS & (1 << i)) &&
-			a->value[i] != b->value[i])
-			return true;
-	return false;
-}
-
 /*
  * A client's top-level statement with statement rules: planned, matched,
  * its permit taken or moved (without the planning snapshot, as the early
@@ -224,9 +169,10 @@ plan_and_match(PLANNER_PARAMS)
 	bulkhead_local_follow_moves();
 	if (bulkhead_generic_planning(parse, query_string, boundParams))
 		return plan_unmatched(&bulkhead_caps_in_force, PLANNER_ARGS(parse));
-	if (pg_atomic_read_u32(&bulkhead_shared->planning_lanes) > 0)
+	if (bulkhead_planning_lane_reachable())
 		copy = copyObject(parse);
-	planned_under = planning_caps();
+	planned_under = bulkhead_planning_caps(&bulkhead_caps_in_force,
+										   !bulkhead_gate_passed());
 	result = plan_unmatched(&planned_under, PLANNER_ARGS(parse));
 	if (bulkhead_may_run(result))
 		(void) bulkhead_gate_statement(bulkhead_statement_kind(result->commandType),
@@ -236,7 +182,7 @@ plan_and_match(PLANNER_PARAMS)
 		(void) bulkhead_gate_transaction(IsolationUsesXactSnapshot() ? NULL : &given_up);
 	if (given_up)
 		PushActiveSnapshot(GetTransactionSnapshot());
-	if (copy != NULL && planning_caps_differ(&planned_under, &bulkhead_caps_in_force))
+	if (copy != NULL && bulkhead_caps_planning_differ(&planned_under, &bulkhead_caps_in_force))
 		result = plan_capped(&bulkhead_caps_in_force, PLANNER_ARGS(copy));
 	bulkhead_statement_matched(query_string, result);
 	return result;

@@ -19,11 +19,21 @@
  * which workload it would take, and why, as the gate would choose for the
  * calling session's transaction's first statement.
  *
- * Owns no state.  Called by gate.c and by the SQL function; calls rules.c.
+ * Before a statement's lane is known it is planned under the caps of the
+ * lane it most likely takes (the session's workload, for the
+ * transaction's first statement), and its query kept for a second
+ * planning only while one of its statement rules' lanes caps the
+ * planner's settings (worked out again when the rules or the workloads
+ * were loaded anew).
+ *
+ * Owns a backend-local cache (whether such a lane is reachable).  Called
+ * by gate.c, hooks.c and the SQL function; calls rules.c, caps.c and
+ * reads the slots (shmem.h) under their locks.
  *
  *-------------------------------------------------------------------------
  */
 #include "lanes.h"
+#include "caps.h"
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
@@ -110,6 +120,85 @@ bulkhead_lane_of(uint8 kind, bool has_cost, double cost, int32 *position)
 		return rule->workload;
 	}
 	return NULL;
+}
+
+/*---- Planning before the lane is known ----*/
+
+/* The caps of workload name, read under its lock; false if unknown */
+static bool
+workload_caps(const char *name, BulkheadCaps *out)
+{
+	int			slotno = bulkhead_find_slot(name);
+	BulkheadSlot *slot;
+	bool		found;
+
+	if (slotno < 0)
+		return false;
+	slot = &bulkhead_shared->slots[slotno];
+	bulkhead_slot_lock(slot, LW_SHARED);
+	found = slot->in_use && slot->defined && strcmp(slot->name, name) == 0;
+	if (found)
+		*out = slot->config.caps;
+	LWLockRelease(slot->lock);
+	return found;
+}
+
+/*
+ * May a statement rule of this session send a statement to a lane whose
+ * settings cap what the planner uses?  Then its query is copied before it
+ * is planned, in case its lane calls for planning it again.  Worked out
+ * again when the session's rules or the workloads were loaded anew.
+ */
+bool
+bulkhead_planning_lane_reachable(void)
+{
+	static uint64 seen_rules = PG_UINT64_MAX;
+	static uint64 seen_loads = PG_UINT64_MAX;
+	static bool reachable = false;
+	const BulkheadRule *rules;
+	uint64		loads;
+	int			n;
+	int			i;
+
+	if (pg_atomic_read_u32(&bulkhead_shared->planning_lanes) == 0)
+		return false;
+	rules = bulkhead_statement_rules(&n);
+	loads = pg_atomic_read_u64(&bulkhead_shared->loads);
+	if (bulkhead_statement_rules_version() == seen_rules && loads == seen_loads)
+		return reachable;
+	reachable = false;
+	for (i = 0; i < n && !reachable; i++)
+	{
+		BulkheadCaps caps;
+
+		if (workload_caps(rules[i].workload, &caps) &&
+			(caps.mask & BULKHEAD_PLANNING_CAPS) != 0)
+			reachable = true;
+	}
+	seen_rules = bulkhead_statement_rules_version();
+	seen_loads = loads;
+	return reachable;
+}
+
+/*
+ * The caps to plan a top-level statement under before its lane is known:
+ * those in force, and for the transaction's first statement, those of the
+ * workload the session would take without a statement rule (the lane most
+ * statements take: then they are planned once).
+ */
+BulkheadCaps
+bulkhead_planning_caps(const BulkheadCaps *in_force, bool first)
+{
+	BulkheadCaps caps = *in_force;
+	BulkheadClassification class;
+	BulkheadCaps session;
+
+	if (!first)
+		return caps;
+	bulkhead_classify_session(&class);
+	if (class.workload != NULL && workload_caps(class.workload, &session))
+		bulkhead_caps_combine(&caps, &session);
+	return caps;
 }
 
 /*---- bulkhead_classify(query) ----*/

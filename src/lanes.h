@@ -53,4 +53,15 @@ bulkhead_lanes_apply(void)
 extern const char *bulkhead_lane_of(uint8 kind, bool has_cost, double cost,
 									int32 *position);
 
+/*
+ * Before a top-level statement's lane is known: may a statement rule of
+ * this session send it to a lane that caps the planner's settings (then
+ * its query is worth a copy), and the caps to plan it under (the caps in
+ * force, and for the transaction's first statement, those of the session's
+ * workload).
+ */
+extern bool bulkhead_planning_lane_reachable(void);
+extern BulkheadCaps bulkhead_planning_caps(const BulkheadCaps *in_force,
+										   bool first);
+
 #endif							/* BULKHEAD_LANES_H */

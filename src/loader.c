@@ -289,6 +289,7 @@ apply_config(WorkloadRow *rows, int nrows, const BulkheadRuleList *rules,
 	shared->config_loaded = loaded;
 	shared->rows_pending = skipped > 0;
 	LWLockRelease(shared->dir_lock);
+	pg_atomic_fetch_add_u64(&shared->loads, 1);
 
 	if (skipped > 0)
 		ereport(WARNING,

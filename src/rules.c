@@ -76,6 +76,7 @@ static int32 cache_position;
 static char cache_workload[NAMEDATALEN];
 
 /* The statement rules that match the session (TopMemoryContext) */
+static uint64 cache_version = 0;	/* evaluations of this session */
 static BulkheadRule *cache_statement = NULL;
 static int	cache_nstatement = 0;
 static int	cache_statement_room = 0;
@@ -292,6 +293,7 @@ evaluate_rules(Oid userid, const char *appname)
 	 */
 	cache_matched = false;
 	cache_nstatement = 0;
+	cache_version++;
 	for (i = 0; i < n; i++)
 	{
 		bool		statement = bulkhead_is_statement_rule(&copy[i]);
@@ -429,6 +431,13 @@ bulkhead_statement_rules(int *n)
 	refresh_cache();
 	*n = cache_nstatement;
 	return cache_statement;
+}
+
+/* Which evaluation of this session's rules the last call's answer is */
+uint64
+bulkhead_statement_rules_version(void)
+{
+	return cache_version;
 }
 
 /*---- SQL functions ----*/

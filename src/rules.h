@@ -150,6 +150,7 @@ bulkhead_is_statement_rule(const BulkheadRule *rule)
  * are none, or the session is exempt.
  */
 extern const BulkheadRule *bulkhead_statement_rules(int *n);
+extern uint64 bulkhead_statement_rules_version(void);
 
 /* A backend: the classification of its next transaction, and publishing it */
 extern void bulkhead_classify_session(BulkheadClassification *out);

@@ -33,7 +33,7 @@
  *   shared: config_requested, prepared_change atomic            shmem.c
  *   shared: worker_procno                     none (see below)  shmem.c
  *   shared: deadlock_checker                  atomic            deadlock.c
- *   shared: planning_lanes (a hint)           atomic            loader.c
+ *   shared: planning_lanes (a hint), loads    atomic            loader.c
  *   shared: sizes, lock pointers, arrays      set at start      shmem.c
  *
  * Other modules read under the lock named, and call the owner to change
@@ -374,6 +374,9 @@ typedef struct BulkheadShared
 										 * runs a deadlock check, or 0 */
 	pg_atomic_uint32 planning_lanes;	/* 1.3: workloads whose settings
 										 * cap what the planner uses */
+	pg_atomic_uint64 loads;		/* 1.3: the worker's loads, counted (a
+								 * backend's cache of workloads' caps is
+								 * stale when it moved) */
 	BulkheadSlot *slots;		/* nslots */
 	BulkheadEntry *entries;		/* nbackends * permits_per_backend */
 	BulkheadMoved *moved;		/* one per entry */
