@@ -314,11 +314,18 @@ hooks_ExecutorRun(RUN_PARAMS)
 	bulkhead_caps_leave(frame);
 }
 
+/*
+ * ExecutorFinish runs what a statement leaves to its end (AFTER triggers,
+ * data-modifying CTEs): nothing a plain SELECT has, which is not capped.
+ */
 static void
 hooks_ExecutorFinish(QueryDesc *queryDesc)
 {
-	BulkheadCapsFrame frame = bulkhead_caps_enter(&bulkhead_caps_in_force);
+	BulkheadCapsFrame frame = {0, 0};
 
+	if (queryDesc->operation != CMD_SELECT ||
+		queryDesc->plannedstmt->hasModifyingCTE)
+		frame = bulkhead_caps_enter(&bulkhead_caps_in_force);
 	finish_next(queryDesc);
 	bulkhead_caps_leave(frame);
 }
