@@ -153,6 +153,20 @@ plan_unmatched(const BulkheadCaps *caps, PLANNER_PARAMS)
 }
 
 /*
+ * May the plan's cost choose its lane?  Not for a plan the user may not
+ * run, when its cost would (the lane would tell its cost, and so the
+ * statistics pg_stats hides): it is matched as a plan without a cost.  The
+ * privileges are checked only then (the executor checks them anyway).
+ */
+static bool
+cost_may_show(PlannedStmt *plan)
+{
+	return !bulkhead_lane_by_cost(bulkhead_statement_kind(plan->commandType),
+								  plan->planTree->total_cost) ||
+		bulkhead_may_run(plan);
+}
+
+/*
  * A client's top-level statement with statement rules: planned, matched,
  * its permit taken or moved (without the planning snapshot, as the early
  * gate waits), and planned again if its lane's caps change the planner's
@@ -174,12 +188,9 @@ plan_and_match(PLANNER_PARAMS)
 	planned_under = bulkhead_planning_caps(&bulkhead_caps_in_force,
 										   !bulkhead_gate_passed());
 	result = plan_unmatched(&planned_under, PLANNER_ARGS(parse));
-	if (bulkhead_may_run(result))
-		(void) bulkhead_gate_statement(bulkhead_statement_kind(result->commandType),
-									   true, result->planTree->total_cost,
-									   IsolationUsesXactSnapshot() ? NULL : &given_up);
-	else
-		(void) bulkhead_gate_transaction(IsolationUsesXactSnapshot() ? NULL : &given_up);
+	(void) bulkhead_gate_statement(bulkhead_statement_kind(result->commandType),
+								   cost_may_show(result), result->planTree->total_cost,
+								   IsolationUsesXactSnapshot() ? NULL : &given_up);
 	if (given_up)
 		PushActiveSnapshot(GetTransactionSnapshot());
 	if (copy != NULL && bulkhead_caps_planning_differ(&planned_under, &bulkhead_caps_in_force))
@@ -224,10 +235,10 @@ gate_executor_start(QueryDesc *queryDesc, int eflags)
 {
 	PlannedStmt *plan = queryDesc->plannedstmt;
 
-	if (lanes_here() && bulkhead_statement_to_match(queryDesc, eflags) &&
-		bulkhead_may_run(plan))
+	if (lanes_here() && bulkhead_statement_to_match(queryDesc, eflags))
 		(void) bulkhead_gate_statement(bulkhead_statement_kind(plan->commandType),
-									   true, plan->planTree->total_cost, NULL);
+									   cost_may_show(plan), plan->planTree->total_cost,
+									   NULL);
 	else if (!bulkhead_planning_unmatched)
 		(void) bulkhead_gate_transaction(NULL);
 }

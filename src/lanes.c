@@ -100,8 +100,9 @@ bulkhead_lane_utility(Node *stmt)
 	return BULKHEAD_LANE_UTILITY;
 }
 
-const char *
-bulkhead_lane_of(uint8 kind, bool has_cost, double cost, int32 *position)
+/* The first statement rule of this session that matches, or NULL */
+static const BulkheadRule *
+first_match(uint8 kind, bool has_cost, double cost)
 {
 	const BulkheadRule *rules;
 	int			n;
@@ -116,10 +117,35 @@ bulkhead_lane_of(uint8 kind, bool has_cost, double cost, int32 *position)
 			continue;
 		if (rule->has_min_cost && (!has_cost || cost < rule->min_cost))
 			continue;
-		*position = rule->position;
-		return rule->workload;
+		return rule;
 	}
 	return NULL;
+}
+
+const char *
+bulkhead_lane_of(uint8 kind, bool has_cost, double cost, int32 *position)
+{
+	const BulkheadRule *rule = first_match(kind, has_cost, cost);
+
+	if (rule == NULL)
+		return NULL;
+	*position = rule->position;
+	return rule->workload;
+}
+
+/*
+ * Does the cost of a plan of kind choose its lane (the first rule that
+ * matches it is one of min_cost)?  Then the plan's cost shows through the
+ * lane, and for a plan the user may not run, the caller matches it as one
+ * without a cost: whatever its cost, the same lane, that of a cost below
+ * every min_cost.
+ */
+bool
+bulkhead_lane_by_cost(uint8 kind, double cost)
+{
+	const BulkheadRule *rule = first_match(kind, true, cost);
+
+	return rule != NULL && rule->has_min_cost;
 }
 
 /*---- Planning before the lane is known ----*/
@@ -193,8 +219,8 @@ bulkhead_planning_caps(const BulkheadCaps *in_force, bool first)
 	BulkheadClassification class;
 	BulkheadCaps session;
 
-	if (!first)
-		return caps;
+	if (!first || pg_atomic_read_u32(&bulkhead_shared->planning_lanes) == 0)
+		return caps;			/* (no workload caps a planner setting) */
 	bulkhead_classify_session(&class);
 	if (class.workload != NULL && workload_caps(class.workload, &session))
 		bulkhead_caps_combine(&caps, &session);

@@ -52,6 +52,7 @@ bulkhead_lanes_apply(void)
  */
 extern const char *bulkhead_lane_of(uint8 kind, bool has_cost, double cost,
 									int32 *position);
+extern bool bulkhead_lane_by_cost(uint8 kind, double cost);
 
 /*
  * Before a top-level statement's lane is known: may a statement rule of
