@@ -1147,19 +1147,6 @@ monitor_main(void *arg)
 /*---- set-up and the end ----*/
 
 static void
-setup_exec(PGconn *conn, const char *sql)
-{
-	PGresult   *res = PQexec(conn, sql);
-
-	if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK)
-	{
-		fprintf(stderr, "bulkhead_stress: set-up failed: %s: %s", sql, PQresultErrorMessage(res));
-		exit(2);
-	}
-	PQclear(res);
-}
-
-static void
 setup_workloads(PGconn *conn)
 {
 	char		sql[768];
@@ -1168,7 +1155,7 @@ setup_workloads(PGconn *conn)
 	Row			rows[NW];
 	bool		loaded = false;
 
-	setup_exec(conn, "DELETE FROM bulkhead_workload WHERE name ~ " WORKLOAD_PATTERN);
+	tc_setup_exec(conn, "DELETE FROM bulkhead_workload WHERE name ~ " WORKLOAD_PATTERN);
 	for (i = 0; i < NW; i++)
 	{
 		const Cfg  *c;
@@ -1190,7 +1177,7 @@ setup_workloads(PGconn *conn)
 				 wname[w], c->max_running, c->max_queued, QUEUE_TIMEOUT_MS,
 				 w == W_SLOW ? "'" SLOW_STATEMENT_TIMEOUT "'" : "NULL", parent, c->reserved,
 				 mh, action_name[c->action], mt);
-		setup_exec(conn, sql);
+		tc_setup_exec(conn, sql);
 		hold_ms_now[w] = c->max_hold_ms;
 	}
 	for (i = 0; i < 1000 && !loaded; i++)
@@ -1212,7 +1199,7 @@ setup_workloads(PGconn *conn)
 	{
 		/* the counts of an earlier run of the same names, if any */
 		snprintf(sql, sizeof(sql), "SELECT bulkhead_stats_reset('%s')", wname[w]);
-		setup_exec(conn, sql);
+		tc_setup_exec(conn, sql);
 	}
 	if (!read_rows(conn, rows))
 		exit(2);

@@ -1792,19 +1792,6 @@ monitor_main(void *arg)
 /*---- set-up and the end ----*/
 
 static void
-setup_exec(PGconn *conn, const char *sql)
-{
-	PGresult   *res = PQexec(conn, sql);
-
-	if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK)
-	{
-		fprintf(stderr, "bulkhead_stress: set-up failed: %s: %s", sql, PQresultErrorMessage(res));
-		exit(2);
-	}
-	PQclear(res);
-}
-
-static void
 setup(PGconn *conn, int clients)
 {
 	char		sql[1024];
@@ -1812,33 +1799,33 @@ setup(PGconn *conn, int clients)
 	int			i;
 	bool		loaded = false;
 
-	setup_exec(conn, "DELETE FROM bulkhead_rule WHERE workload ~ " LANE_PATTERN);
-	setup_exec(conn, "DELETE FROM bulkhead_workload WHERE name ~ " LANE_PATTERN);
-	setup_exec(conn, "DO $$ BEGIN CREATE ROLE " ROLE " LOGIN;"
+	tc_setup_exec(conn, "DELETE FROM bulkhead_rule WHERE workload ~ " LANE_PATTERN);
+	tc_setup_exec(conn, "DELETE FROM bulkhead_workload WHERE name ~ " LANE_PATTERN);
+	tc_setup_exec(conn, "DO $$ BEGIN CREATE ROLE " ROLE " LOGIN;"
 			   " EXCEPTION WHEN duplicate_object THEN NULL; END $$");
-	setup_exec(conn, "DROP TABLE IF EXISTS ln_t");
-	setup_exec(conn, "CREATE TABLE ln_t (id int PRIMARY KEY, v int NOT NULL DEFAULT 0)");
+	tc_setup_exec(conn, "DROP TABLE IF EXISTS ln_t");
+	tc_setup_exec(conn, "CREATE TABLE ln_t (id int PRIMARY KEY, v int NOT NULL DEFAULT 0)");
 	snprintf(sql, sizeof(sql), "INSERT INTO ln_t (id) SELECT g FROM generate_series(0, %d) g",
 			 clients * 4);
-	setup_exec(conn, sql);
-	setup_exec(conn, "ALTER TABLE ln_t OWNER TO " ROLE);
-	setup_exec(conn, "ANALYZE ln_t");
+	tc_setup_exec(conn, sql);
+	tc_setup_exec(conn, "ALTER TABLE ln_t OWNER TO " ROLE);
+	tc_setup_exec(conn, "ANALYZE ln_t");
 	for (i = 0; i < clients; i++)
 	{
 		snprintf(sql, sizeof(sql), "DROP TABLE IF EXISTS ln_c%d; CREATE TABLE ln_c%d (id int);"
 				 " INSERT INTO ln_c%d SELECT generate_series(1, 10); ALTER TABLE ln_c%d OWNER TO " ROLE,
 				 i, i, i, i);
-		setup_exec(conn, sql);
+		tc_setup_exec(conn, sql);
 	}
 	/* costly: COST 100000 x cpu_operator_cost 0.0025 = 250 */
-	setup_exec(conn, "CREATE OR REPLACE FUNCTION ln_heavy(ms int) RETURNS text LANGUAGE plpgsql"
+	tc_setup_exec(conn, "CREATE OR REPLACE FUNCTION ln_heavy(ms int) RETURNS text LANGUAGE plpgsql"
 			   " VOLATILE COST 100000 AS $$ BEGIN PERFORM pg_sleep(ms / 1000.0);"
 			   " RETURN current_setting('work_mem'); END $$");
-	setup_exec(conn, "CREATE OR REPLACE FUNCTION ln_fail(ms int) RETURNS int LANGUAGE plpgsql"
+	tc_setup_exec(conn, "CREATE OR REPLACE FUNCTION ln_fail(ms int) RETURNS int LANGUAGE plpgsql"
 			   " VOLATILE COST 100000 AS $$ BEGIN PERFORM pg_sleep(ms / 1000.0);"
 			   " RETURN 1 / (ms - ms); END $$");
 	/* cheap (COST 100: 0.25), a costly query inside (nested: not matched) */
-	setup_exec(conn, "CREATE OR REPLACE FUNCTION ln_nested(ms int) RETURNS text LANGUAGE plpgsql"
+	tc_setup_exec(conn, "CREATE OR REPLACE FUNCTION ln_nested(ms int) RETURNS text LANGUAGE plpgsql"
 			   " VOLATILE AS $$ DECLARE r text; BEGIN SELECT ln_heavy(ms) INTO r; RETURN r; END $$");
 	for (l = 0; l < NL; l++)
 	{
@@ -1847,11 +1834,11 @@ setup(PGconn *conn, int clients)
 				 " lock_timeout, settings) VALUES ('%s', %d, %d, '%d ms', %s, %s)",
 				 lname[l], initial_mr[l], initial_mq[l], queue_timeout_ms[l],
 				 l == L_MAINT ? "'2s'" : "NULL", lane_settings[l]);
-		setup_exec(conn, sql);
+		tc_setup_exec(conn, sql);
 		cfg_mr[l][0] = cfg_mr[l][1] = initial_mr[l];
 		cfg_mq[l][0] = cfg_mq[l][1] = initial_mq[l];
 	}
-	setup_exec(conn, "INSERT INTO bulkhead_rule (position, role, application_name, workload, min_cost, command) VALUES"
+	tc_setup_exec(conn, "INSERT INTO bulkhead_rule (position, role, application_name, workload, min_cost, command) VALUES"
 			   " (9001, NULL, NULL, 'ln_heavy', 100, NULL),"
 			   " (9002, NULL, 'ln-nomatch%', 'ln_maint', NULL, '{select}'),"
 			   " (9003, '" ROLE "', NULL, 'ln_maint', NULL, '{utility}'),"
@@ -1876,7 +1863,7 @@ setup(PGconn *conn, int clients)
 	for (l = 0; l < NL; l++)
 	{
 		snprintf(sql, sizeof(sql), "SELECT bulkhead_stats_reset('%s')", lname[l]);
-		setup_exec(conn, sql);
+		tc_setup_exec(conn, sql);
 	}
 }
 
@@ -2034,7 +2021,7 @@ lane_stress_main(int clients, int seconds, const char *conninfo_arg, uint64_t se
 	__atomic_store_n(&stop_all, 1, __ATOMIC_RELAXED);
 	pthread_join(monitor, NULL);
 	/* later modes' clients (superusers, exempt off) must meet no statement rule */
-	setup_exec(conn, "DELETE FROM bulkhead_rule WHERE workload ~ " LANE_PATTERN);
+	tc_setup_exec(conn, "DELETE FROM bulkhead_rule WHERE workload ~ " LANE_PATTERN);
 	PQfinish(conn);
 
 	ops = n_ops_auto + n_ops_block;
