@@ -109,34 +109,6 @@ ok( poll_until(
 		   AND (SELECT workload FROM bulkhead_classify('SELECT 1')) = 'web'}),
 	'the statement rules are loaded');
 
-sub app_session
-{
-	my $s = $node->background_psql(
-		'postgres',
-		on_error_stop => 0,
-		timeout => 60,
-		extra_params => [ '-U', 'app' ]);
-	$s->set_query_timer_restart();
-	return $s;
-}
-
-# acquired + moved_in = released + moved_out + running in every lane, and
-# running is the number of permits held there (rows of bulkhead_activity)
-sub lanes_paired
-{
-	my ($what) = @_;
-	local $Test::Builder::Level = $Test::Builder::Level + 1;
-	is( $node->safe_psql(
-			'postgres', q{
-			SELECT string_agg(workload, ',' ORDER BY workload) FROM bulkhead_stats s
-			 WHERE workload IN ('web', 'heavy', 'maint')
-			   AND (acquired + moved_in <> released + moved_out + running
-			        OR running <> (SELECT count(*) FROM bulkhead_activity a
-			                        WHERE a.workload = s.workload AND a.state = 'running'))}),
-		'',
-		"$what: every lane's figures pair up, running = the permits held");
-}
-
 # the values that the NOTICEs 'ix: ...' of a statement's stderr show,
 # each once, in order, joined by '|' (an expression index is evaluated once
 # per row and per index: the table has one row, and tok gets a second and a
@@ -148,7 +120,7 @@ sub ix_notices
 	return join('|', grep { !$seen{$_}++ } $err =~ /NOTICE:\s+ix: ([^\n]*)/g);
 }
 
-my $app = app_session();
+my $app = session($node, 'postgres', 'app');
 my $apid = sql($app, 'SELECT pg_backend_pid()');
 my ($out, $err);
 
@@ -247,7 +219,7 @@ is( sql(
 	'a session permit taken and released inside a transaction: its caps last while it is held, not to the end of the transaction');
 
 # --- 6. a backend terminated mid-statement --------------------------------
-my $v = app_session();
+my $v = session($node, 'postgres', 'app');
 my $vpid = sql($v, 'SELECT pg_backend_pid()');
 $v->query_until(qr/started\n/, "\\echo started\nSELECT costly(), pg_sleep(60);\n");
 ok( poll_until(
@@ -268,7 +240,7 @@ ok( poll_until(
 close_session($v);
 is(sql($app, 'SELECT held(), caps()'), "web/auto|$SESSION",
 	'the other session\'s values are its own');
-lanes_paired('after the terminate');
+lanes_paired($node, 'after the terminate', 'web', 'heavy', 'maint');
 
 # --- 7. VACUUM and CREATE INDEX CONCURRENTLY: capped for the session --------
 ($out, $err) = sql2($app, 'VACUUM (ANALYZE) tok');
@@ -350,11 +322,11 @@ is(ix_notices($err), $MAINT,
 	'the CREATE INDEX CONCURRENTLY that comes right after a failed one is capped too');
 is(sql($app, 'SELECT caps()'), $SESSION, 'and the session\'s values are back after it');
 sql($app, 'RESET bh.fail');
-lanes_paired('after the utilities');
+lanes_paired($node, 'after the utilities', 'web', 'heavy', 'maint');
 
 # --- 9. values put back as RESET: ALTER ROLE ... SET, a reload ---------------
 $node->safe_psql('postgres', "ALTER ROLE app SET maintenance_work_mem = '40MB'");
-my $other = app_session();
+my $other = session($node, 'postgres', 'app');
 is(sql($other, 'SHOW maintenance_work_mem'), '40MB', 'a new session has the role\'s value');
 ($out, $err) = sql2($other, 'VACUUM (ANALYZE) tok');
 is(ix_notices($err), $MAINT, 'VACUUM is capped');
@@ -380,7 +352,7 @@ for (my $i = 0; $i < 100; $i++)
 is($seen, '50MB',
 	'a reload applies to a session whose values a lane capped for its utilities and put back');
 
-lanes_paired('at the end');
+lanes_paired($node, 'at the end', 'web', 'heavy', 'maint');
 is( $node->safe_psql('postgres',
 		"SELECT sum(running + queued) FROM bulkhead_stats WHERE workload IN ('web', 'heavy', 'maint')"),
 	'0', 'nothing is held or queued');

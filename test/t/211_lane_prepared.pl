@@ -118,35 +118,6 @@ ok( poll_until(
 		SELECT workload = 'batch' FROM bulkhead_classify('SELECT costly()')}),
 	'the session rule of batcher is loaded');
 
-sub role_session
-{
-	my ($role) = @_;
-	my $s = $node->background_psql(
-		'postgres',
-		on_error_stop => 0,
-		timeout => 60,
-		extra_params => [ '-U', $role ]);
-	$s->set_query_timer_restart();
-	return $s;
-}
-
-# acquired + moved_in = released + moved_out + running in every lane, and
-# running is the number of permits held there (rows of bulkhead_activity)
-sub lanes_paired
-{
-	my ($what) = @_;
-	local $Test::Builder::Level = $Test::Builder::Level + 1;
-	is( $node->safe_psql(
-			'postgres', q{
-			SELECT string_agg(workload, ',' ORDER BY workload) FROM bulkhead_stats s
-			 WHERE workload IN ('web', 'heavy', 'maint', 'batch')
-			   AND (acquired + moved_in <> released + moved_out + running
-			        OR running <> (SELECT count(*) FROM bulkhead_activity a
-			                        WHERE a.workload = s.workload AND a.state = 'running'))}),
-		'',
-		"$what: every lane's figures pair up, running = the permits held");
-}
-
 # the rows of log with tags LIKE $pattern, "tag|held|caps" a line each
 sub logged
 {
@@ -155,7 +126,7 @@ sub logged
 		"SELECT tag, held, caps FROM log WHERE tag LIKE '$pattern' ORDER BY id");
 }
 
-my $s = role_session('app');
+my $s = session($node, 'postgres', 'app');
 my ($out, $err);
 
 # --- 1. PREPARE / EXECUTE: custom and generic plans ---------------------------
@@ -209,10 +180,10 @@ is( sql(
 		FETCH ALL FROM h; CLOSE h;}),
 	"web/auto|$CAPS{web}\nmaint/auto|$CAPS{maint}\nmaint/auto|$CAPS{maint}",
 	'a cursor WITH HOLD is materialized at COMMIT with the caps of its transaction\'s lane');
-lanes_paired('after the cursors');
+lanes_paired($node, 'after the cursors', 'web', 'heavy', 'maint', 'batch');
 
 # --- 4. procedures that commit ------------------------------------------------
-my $batcher = role_session('batcher');
+my $batcher = session($node, 'postgres', 'batcher');
 ($out, $err) = sql2($batcher, 'CALL commits()');
 is($err, '', 'batcher: CALL of a procedure that commits and rolls back between its statements');
 my $expect_batch = join("\n",
@@ -248,7 +219,7 @@ is(scalar(@rows), 9, 'app: every statement of the procedure ran');
 like($rows[0], qr/^call 1\|maint\/auto\|/, 'app: the CALL\'s first transaction holds maint');
 is( join("\n", grep { my ($t, $h, $c) = split /\|/; !defined $by_held{$h} || $c ne $by_held{$h} } @rows),
 	'', 'app: each statement ran with the caps of the permit its transaction held');
-lanes_paired('after the procedures');
+lanes_paired($node, 'after the procedures', 'web', 'heavy', 'maint', 'batch');
 $node->safe_psql('postgres', 'TRUNCATE log');
 
 # --- 5. EXPLAIN ANALYZE moves the permit for the statement it runs -----------
@@ -371,7 +342,7 @@ sub plan_logged
 	return @plans == 1 ? $plans[0] : "(" . scalar(@plans) . " plans logged for $tag)";
 }
 
-my $ex = role_session('explained');
+my $ex = session($node, 'postgres', 'explained');
 my $offset = -s $node->logfile;
 is(sql($ex, 'SELECT count(*) /* replan cheap */ FROM par WHERE id > 0'), '20000',
 	'auto_explain: a cheap scan of par');
@@ -412,7 +383,7 @@ like($plan, qr/Seq Scan on par/, 'pgbench -M extended: the costly scan\'s plan i
 unlike($plan, qr/Gather|Parallel/, 'pgbench -M extended: planned again under heavy\'s caps: no Gather');
 close_session($ex);
 
-lanes_paired('at the end');
+lanes_paired($node, 'at the end', 'web', 'heavy', 'maint', 'batch');
 close_session($_) for ($s, $batcher);
 $node->stop;
 done_testing();

@@ -61,15 +61,11 @@ for my $role ('app', 'gapp')
 $node->safe_psql('postgres',
 	"SELECT bulkhead_stats_reset(w) FROM unnest('{web,heavy,gweb,gheavy}'::text[]) w");
 
+# A session of $role, errors shown with their SQLSTATE
 sub role_session
 {
 	my ($role) = @_;
-	my $s = $node->background_psql(
-		'postgres',
-		on_error_stop => 0,
-		timeout => 60,
-		extra_params => [ '-U', $role ]);
-	$s->set_query_timer_restart();
+	my $s = session($node, 'postgres', $role);
 	$s->query_safe('\\set VERBOSITY verbose');
 	return $s;
 }
@@ -103,23 +99,6 @@ sub rows_of
 		SELECT coalesce(string_agg(workload || '/' || state || '/' || scope || '/'
 		                           || coalesce(moved_from, '-'), ',' ORDER BY workload), '')
 		  FROM bulkhead_activity WHERE pid = $pid});
-}
-
-# acquired + moved_in = released + moved_out + running in every lane, and
-# running is the number of permits held there (rows of bulkhead_activity)
-sub lanes_paired
-{
-	my ($what) = @_;
-	local $Test::Builder::Level = $Test::Builder::Level + 1;
-	is( $node->safe_psql(
-			'postgres', q{
-			SELECT string_agg(workload, ',' ORDER BY workload) FROM bulkhead_stats s
-			 WHERE workload IN ('web', 'heavy', 'gweb', 'gheavy')
-			   AND (acquired + moved_in <> released + moved_out + running
-			        OR running <> (SELECT count(*) FROM bulkhead_activity a
-			                        WHERE a.workload = s.workload AND a.state = 'running'))}),
-		'',
-		"$what: every lane's figures pair up, running = the permits held");
 }
 
 sub counts
@@ -184,10 +163,10 @@ like($err, qr/ERROR:\s+57014: canceling statement due to user request/,
 is(rows_of($mpid), '', 'cancel: the mover holds nothing');
 is(counts('heavy'), '1/0 cancelled 1 timed_out 0', 'cancel: counted cancelled in heavy');
 is(counts('web'), '1/0 cancelled 0 timed_out 0', 'cancel: web holds the waiter\'s permit');
-lanes_paired('cancel, before the transactions end');
+lanes_paired($node, 'cancel, before the transactions end', 'web', 'heavy', 'gweb', 'gheavy');
 is(sql($waiter, 'COMMIT'), '', 'cancel: the waiter commits');
 is(sql($mover, 'ROLLBACK; SELECT held()'), 'web/auto', 'cancel: the mover goes on after ROLLBACK');
-lanes_paired('cancel');
+lanes_paired($node, 'cancel', 'web', 'heavy', 'gweb', 'gheavy');
 
 # --- 2. the move's wait hit by statement_timeout -------------------------------
 sql($mover, "SET statement_timeout = '700ms'");
@@ -202,7 +181,7 @@ is(rows_of($mpid), '', 'statement_timeout: the mover holds nothing');
 is(counts('heavy'), '1/0 cancelled 2 timed_out 0', 'statement_timeout: counted cancelled in heavy');
 is(sql($mover, 'ROLLBACK; RESET statement_timeout'), '', 'statement_timeout: ROLLBACK');
 is(sql($waiter, 'COMMIT'), '', 'statement_timeout: the waiter commits');
-lanes_paired('statement_timeout');
+lanes_paired($node, 'statement_timeout', 'web', 'heavy', 'gweb', 'gheavy');
 
 # --- 3. a terminate during the move's wait --------------------------------------
 round(
@@ -217,12 +196,12 @@ close_session($mover);
 is(rows_of($mpid), '', 'terminate: the mover holds nothing');
 is(counts('heavy'), '1/0 cancelled 3 timed_out 0', 'terminate: counted cancelled in heavy');
 is(sql($waiter, 'COMMIT'), '', 'terminate: the waiter commits');
-lanes_paired('terminate');
+lanes_paired($node, 'terminate', 'web', 'heavy', 'gweb', 'gheavy');
 
 is(sql($holder, "SELECT bulkhead_release('heavy')"), '', 'the superuser releases heavy');
 is(counts('heavy'), '0/0 cancelled 3 timed_out 0', 'heavy: nothing held or queued');
 is(counts('web'), '0/0 cancelled 0 timed_out 0', 'web: nothing held or queued');
-lanes_paired('after the faults');
+lanes_paired($node, 'after the faults', 'web', 'heavy', 'gweb', 'gheavy');
 
 # --- 4. the guards around a move -----------------------------------------------
 my $g = role_session('gapp');
@@ -260,7 +239,7 @@ is($err, '', 'guards: the statement ran 1.5 s after its grant: gheavy\'s guard c
 is($out, '1|gheavy/auto from gweb|', 'guards: in gheavy');
 is(sql($g, 'SHOW statement_timeout'), '2500ms', 'guards: gheavy\'s guard is in force');
 is(sql($g, 'COMMIT; SHOW statement_timeout'), '0', 'guards: none after the transaction');
-lanes_paired('after the guards');
+lanes_paired($node, 'after the guards', 'web', 'heavy', 'gweb', 'gheavy');
 is( $node->safe_psql('postgres',
 		"SELECT sum(running + queued) FROM bulkhead_stats WHERE workload IN ('web', 'heavy', 'gweb', 'gheavy')"),
 	'0', 'nothing is held or queued at the end');
