@@ -137,8 +137,8 @@ bulkhead_lane_of(uint8 kind, bool has_cost, double cost, int32 *position)
  * Does the cost of a plan of kind choose its lane (the first rule that
  * matches it is one of min_cost)?  Then the plan's cost shows through the
  * lane, and for a plan the user may not run, the caller matches it as one
- * without a cost: whatever its cost, the same lane, that of a cost below
- * every min_cost.
+ * without a cost (no min_cost rule matches it): whatever its cost, the same
+ * lane.
  */
 bool
 bulkhead_lane_by_cost(uint8 kind, double cost)
