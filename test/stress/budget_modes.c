@@ -1187,7 +1187,6 @@ check_end(PGconn *conn)
 	int			i;
 	int			w;
 	bool		idle = false;
-	PGresult   *res;
 
 	for (i = 0; i < 1000; i++)
 	{
@@ -1207,13 +1206,7 @@ check_end(PGconn *conn)
 			if (rows[w].running != 0 || rows[w].queued != 0)
 				tc_violation(V_END, "%s: running %d, queued %d 10 s after the clients ended",
 						  wname[w], rows[w].running, rows[w].queued);
-	res = PQexec(conn, "SELECT count(*) FROM bulkhead_activity WHERE workload ~ '^b[st]_'");
-	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-		tc_tool_error("end: %s", PQresultErrorMessage(res));
-	else if (atoi(PQgetvalue(res, 0, 0)) != 0)
-		tc_violation(V_END, "%s rows of bulkhead_activity left after the clients ended",
-				  PQgetvalue(res, 0, 0));
-	PQclear(res);
+	tc_no_activity_left(conn, "'^b[st]_'", V_END);
 	read_rows(conn, rows);
 	printf("\n%-8s %-8s %5s %3s %6s %10s %10s\n", "workload", "parent", "limit", "r", "weight",
 		   "acquired", "released");

@@ -1220,7 +1220,6 @@ check_end(PGconn *conn, Row *rows)
 	int			i;
 	int			w;
 	bool		idle = false;
-	PGresult   *res;
 	long		acq = 0,
 				rel = 0,
 				in = 0,
@@ -1246,13 +1245,7 @@ check_end(PGconn *conn, Row *rows)
 			if (rows[w].running != 0 || rows[w].queued != 0)
 				tc_violation(V_END, "%s: running %d, queued %d 10 s after the clients ended",
 						  wname[w], rows[w].running, rows[w].queued);
-	res = PQexec(conn, "SELECT count(*) FROM bulkhead_activity WHERE workload ~ " WORKLOAD_PATTERN);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-		tc_tool_error("end: %s", PQresultErrorMessage(res));
-	else if (atoi(PQgetvalue(res, 0, 0)) != 0)
-		tc_violation(V_END, "%s rows of bulkhead_activity left after the clients ended",
-				  PQgetvalue(res, 0, 0));
-	PQclear(res);
+	tc_no_activity_left(conn, WORKLOAD_PATTERN, V_END);
 	read_rows(conn, rows);
 	printf("\n%-9s %-7s %5s %10s %10s %9s %9s %9s %8s\n", "workload", "parent", "limit",
 		   "acquired", "released", "over_hold", "moved_out", "moved_in", "max_over");

@@ -1902,7 +1902,6 @@ check_end(PGconn *conn, LRow *rows)
 	bool		idle = false;
 	LRow		s1[NL];
 	LAct		act[NL];
-	PGresult   *res;
 	long		acq = 0,
 				rel = 0,
 				in = 0,
@@ -1926,13 +1925,7 @@ check_end(PGconn *conn, LRow *rows)
 			if (rows[l].running != 0 || rows[l].queued != 0)
 				tc_violation(V_END, "%s: running %d, queued %d 10 s after the clients ended",
 							 lname[l], rows[l].running, rows[l].queued);
-	res = PQexec(conn, "SELECT count(*) FROM bulkhead_activity WHERE workload ~ " LANE_PATTERN);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-		tc_tool_error("end: %s", PQresultErrorMessage(res));
-	else if (atoi(PQgetvalue(res, 0, 0)) != 0)
-		tc_violation(V_END, "%s rows of bulkhead_activity left after the clients ended",
-					 PQgetvalue(res, 0, 0));
-	PQclear(res);
+	tc_no_activity_left(conn, LANE_PATTERN, V_END);
 	printf("\n%-9s %5s %9s %9s %9s %9s %9s %9s %9s %8s\n", "lane", "limit", "acquired",
 		   "released", "moved_in", "moved_out", "rejected", "timed_out", "cancelled", "max_over");
 	for (l = 0; l < NL; l++)

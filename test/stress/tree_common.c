@@ -196,6 +196,23 @@ tc_setup_exec(PGconn *conn, const char *sql)
 	PQclear(res);
 }
 
+void
+tc_no_activity_left(PGconn *conn, const char *pattern, int kind)
+{
+	char		sql[256];
+	PGresult   *res;
+
+	snprintf(sql, sizeof(sql),
+			 "SELECT count(*) FROM bulkhead_activity WHERE workload ~ %s", pattern);
+	res = PQexec(conn, sql);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		tc_tool_error("end: %s", PQresultErrorMessage(res));
+	else if (atoi(PQgetvalue(res, 0, 0)) != 0)
+		tc_violation(kind, "%s rows of bulkhead_activity left after the clients ended",
+					 PQgetvalue(res, 0, 0));
+	PQclear(res);
+}
+
 /*---- the clients' statements ----*/
 
 /*

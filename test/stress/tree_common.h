@@ -88,6 +88,13 @@ extern PGconn *tc_connect_or_die(const char *conninfo);
 /* run a set-up statement; exits with status 2 if it fails */
 extern void tc_setup_exec(PGconn *conn, const char *sql);
 
+/*
+ * At the end: a violation of kind if bulkhead_activity still shows a row of
+ * a workload whose name matches pattern (a regular expression, quoted as
+ * an SQL literal)
+ */
+extern void tc_no_activity_left(PGconn *conn, const char *pattern, int kind);
+
 /*---- the clients' statements ----*/
 
 /* the clients' statement_timeout: a statement that runs this long hung */
