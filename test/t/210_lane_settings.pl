@@ -26,12 +26,14 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
 
-my $node = bulkhead_node('lane_settings');
+# jit on, as before PostgreSQL 19 (whose default is off), so that a lane's
+# jit=off has something to cap
+my $node = bulkhead_node('lane_settings', conf => "jit = on\n");
 
 # caps(): the settings a lane may cap, in one line:
 #   work_mem hash_mem_multiplier maintenance_work_mem temp_file_limit
 #   max_parallel_workers_per_gather max_parallel_maintenance_workers jit
-my $SESSION = '4MB 2 64MB -1 2 2 on';     # the defaults
+my $SESSION = '4MB 2 64MB -1 2 2 on';     # the defaults, and jit on
 my $HEAVY = '1MB 1 64MB 5MB 0 2 off';
 my $MAINT = '2MB 2 3MB -1 2 0 on';
 

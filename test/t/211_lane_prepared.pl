@@ -30,12 +30,14 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = bulkhead_node('lane_prepared');
+# jit on, as before PostgreSQL 19 (whose default is off), so that a lane's
+# jit=off has something to cap
+my $node = bulkhead_node('lane_prepared', conf => "jit = on\n");
 
 # caps(): work_mem hash_mem_multiplier maintenance_work_mem temp_file_limit
 #   max_parallel_workers_per_gather max_parallel_maintenance_workers jit
 my %CAPS = (
-	web => '4MB 2 64MB -1 2 2 on',     # no settings: the defaults
+	web => '4MB 2 64MB -1 2 2 on',     # no settings: the defaults, jit on
 	heavy => '1MB 1 64MB 5MB 0 2 off',
 	maint => '2MB 2 3MB -1 2 0 on',
 	batch => '3MB 2 64MB -1 2 2 off');

@@ -77,16 +77,19 @@ our @EXPORT = qw(
 my $session_timeout = 60;
 
 # A started node with bulkhead preloaded and the extension created in
-# database postgres.  %opts go to init() (e.g. allows_streaming => 1).
+# database postgres.  conf => lines appended to postgresql.conf; the other
+# %opts go to init() (e.g. allows_streaming => 1).
 sub bulkhead_node
 {
 	my ($name, %opts) = @_;
+	my $conf = delete $opts{conf} // '';
 	my $node = PostgreSQL::Test::Cluster->new($name);
 	$node->init(%opts);
 	$node->append_conf('postgresql.conf',
 		"shared_preload_libraries = 'bulkhead'\n"
 		  . "bulkhead.database = 'postgres'\n"
-		  . "log_line_prefix = '%m [%p] %b '\n");
+		  . "log_line_prefix = '%m [%p] %b '\n"
+		  . $conf);
 	$node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION bulkhead');
 	return $node;
