@@ -44,6 +44,7 @@
 #include "executor/execdesc.h"
 #include "jit/jit.h"
 #include "miscadmin.h"
+#include "nodes/plannodes.h"
 #include "optimizer/cost.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -371,25 +372,83 @@ bulkhead_caps_leave_slow(BulkheadCapsFrame frame)
 		AtEOXact_GUC(true, frame.level);
 }
 
+/* Lower the workers of each Gather and Gather Merge in plan to at most n */
+static void
+lower_workers(Plan *plan, int n)
+{
+	ListCell   *lc;
+	List	   *children = NIL;
+
+	if (plan == NULL)
+		return;
+	check_stack_depth();
+	switch (nodeTag(plan))
+	{
+		case T_Gather:
+			((Gather *) plan)->num_workers = Min(((Gather *) plan)->num_workers, n);
+			break;
+		case T_GatherMerge:
+			((GatherMerge *) plan)->num_workers = Min(((GatherMerge *) plan)->num_workers, n);
+			break;
+		case T_Append:
+			children = ((Append *) plan)->appendplans;
+			break;
+		case T_MergeAppend:
+			children = ((MergeAppend *) plan)->mergeplans;
+			break;
+		case T_BitmapAnd:
+			children = ((BitmapAnd *) plan)->bitmapplans;
+			break;
+		case T_BitmapOr:
+			children = ((BitmapOr *) plan)->bitmapplans;
+			break;
+		case T_SubqueryScan:
+			lower_workers(((SubqueryScan *) plan)->subplan, n);
+			break;
+		case T_CustomScan:
+			children = ((CustomScan *) plan)->custom_plans;
+			break;
+		default:
+			break;
+	}
+	foreach(lc, children)
+		lower_workers((Plan *) lfirst(lc), n);
+	lower_workers(plan->lefttree, n);
+	lower_workers(plan->righttree, n);
+}
+
 /*
- * A plan made before its lane capped max_parallel_workers_per_gather at 0
- * (a cached one) runs without parallel workers: the executor enters
- * parallel mode only when the plan says so, and a Gather then runs its
- * plan in the leader.  (The plan is the cache's: the query's own copy of
- * its top node says so.)
+ * A plan made before its lane capped max_parallel_workers_per_gather (a
+ * cached one, or one planned before its lane was known: the first
+ * statement's EXECUTE or EXPLAIN ANALYZE) runs with at most the cap's
+ * workers per Gather: at 0, without parallel mode (the executor enters it
+ * only when the plan says so, and a Gather then runs its plan in the
+ * leader); above, from a copy of the plan (the cache's is not ours to
+ * change) whose Gather and Gather Merge nodes ask for fewer workers.
  */
 void
-bulkhead_caps_no_parallel_workers(QueryDesc *queryDesc, const BulkheadCaps *caps)
+bulkhead_caps_parallel_workers(QueryDesc *queryDesc, const BulkheadCaps *caps)
 {
 	PlannedStmt *copy;
+	int			cap = caps->value[BULKHEAD_CAP_PARALLEL_PER_GATHER];
+	ListCell   *lc;
 
 	if (!(caps->mask & (1 << BULKHEAD_CAP_PARALLEL_PER_GATHER)) ||
-		caps->value[BULKHEAD_CAP_PARALLEL_PER_GATHER] > 0 ||
 		!queryDesc->plannedstmt->parallelModeNeeded)
 		return;
-	copy = palloc(sizeof(PlannedStmt));
-	*copy = *queryDesc->plannedstmt;
-	copy->parallelModeNeeded = false;
+	if (cap == 0)
+	{
+		copy = palloc(sizeof(PlannedStmt));
+		*copy = *queryDesc->plannedstmt;
+		copy->parallelModeNeeded = false;
+	}
+	else
+	{
+		copy = copyObject(queryDesc->plannedstmt);
+		lower_workers(copy->planTree, cap);
+		foreach(lc, copy->subplans)
+			lower_workers((Plan *) lfirst(lc), cap);
+	}
 	queryDesc->plannedstmt = copy;
 }
 

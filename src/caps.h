@@ -83,12 +83,13 @@ extern void bulkhead_caps_leave_session(bool failed);
 extern void bulkhead_caps_restore_pending(void);
 
 /*
- * A plan made before its lane capped max_parallel_workers_per_gather at 0
- * (a cached one) runs without parallel workers.
+ * A plan made before its lane capped max_parallel_workers_per_gather (a
+ * cached one, or one planned before its lane was known) runs with at most
+ * the cap's workers per Gather.
  */
 struct QueryDesc;
-extern void bulkhead_caps_no_parallel_workers(struct QueryDesc *queryDesc,
-											  const BulkheadCaps *caps);
+extern void bulkhead_caps_parallel_workers(struct QueryDesc *queryDesc,
+										   const BulkheadCaps *caps);
 
 
 /* Do caps a and b differ in what the planner uses? */

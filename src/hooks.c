@@ -30,9 +30,10 @@
  * statements are capped one by one), EXECUTE and EXPLAIN (the statement
  * they run is); a top-level utility outside a transaction block that may
  * commit internally is capped for the session instead (caps.c).  A
- * statement whose cached plan has parallel workers runs without them when
- * the cap of max_parallel_workers_per_gather is 0 (a cap above 0 does not
- * change a plan made before it).
+ * statement whose plan was made before its lane was known (a cached plan,
+ * the first statement's EXECUTE or EXPLAIN ANALYZE) has its parallel
+ * workers lowered to the cap of max_parallel_workers_per_gather when its
+ * executor starts.
  *
  * Owns no state of its own but the hooks' previous values.  Called by
  * bulkhead.c (init); calls gate.c, lanes.c, caps.c, statement.c, rules.c,
@@ -306,7 +307,7 @@ hooks_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	bulkhead_caps_restore_pending();
 	bulkhead_local_follow_moves();
 	gate_executor_start(queryDesc, eflags);
-	bulkhead_caps_no_parallel_workers(queryDesc, &bulkhead_caps_in_force);
+	bulkhead_caps_parallel_workers(queryDesc, &bulkhead_caps_in_force);
 	frame = bulkhead_caps_enter(&bulkhead_caps_in_force);
 	start_next(queryDesc, eflags);
 	bulkhead_caps_leave(frame);

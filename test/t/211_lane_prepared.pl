@@ -6,7 +6,9 @@
 #   would fold away does not make it cheap), a custom plan by its; and it
 #   moves a transaction's permit as any statement does.
 # - A cached plan with a Gather runs without workers in a lane that caps
-#   max_parallel_workers_per_gather at 0.
+#   max_parallel_workers_per_gather at 0, and with at most the cap's above
+#   0, as does a plan made before its lane was known (the first statement's
+#   EXECUTE or EXPLAIN ANALYZE).
 # - DECLARE and FETCH are utilities; a cursor WITH HOLD is materialized at
 #   COMMIT with the caps of the permit it was declared under.
 # - A procedure (CALL, DO) that commits between its statements does not
@@ -161,6 +163,32 @@ like($out, qr/Workers Planned: 2/, 'a costly cached plan has a Gather (planned b
 like($out, qr/Workers Launched: 0\b/, 'in heavy (max_parallel_workers_per_gather=0) it launches none');
 is(sql($s, 'SELECT held(); COMMIT'), 'heavy/auto', 'it ran in heavy');
 is(sql($s, 'EXECUTE g'), '20000', 'and its result is whole');
+
+# --- 2b. a cap above 0: the plan's Gather asks for fewer workers ---------------
+# (a cached plan, and plans made before the lane was known: EXECUTE and
+# EXPLAIN ANALYZE as a transaction's first statement)
+$node->safe_psql('postgres', q{UPDATE bulkhead_workload
+	SET settings = array_replace(settings, 'max_parallel_workers_per_gather=0',
+	                             'max_parallel_workers_per_gather=1') WHERE name = 'heavy'});
+ok(poll_until($node, q{SELECT 'max_parallel_workers_per_gather=1' = ANY (settings)
+	FROM bulkhead_stats WHERE workload = 'heavy'}), 'heavy caps the workers per Gather at 1');
+my $analyze = 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)';
+$out = sql($s, "BEGIN; $analyze EXECUTE g");
+like($out, qr/Workers Planned: 1\b/, 'a cached plan of 2 workers per Gather asks for 1 in heavy');
+unlike($out, qr/Workers Launched: [2-9]/, 'and launches at most 1');
+is(sql($s, 'SELECT held(); COMMIT'), 'heavy/auto', 'it ran in heavy');
+sql($s, 'SET plan_cache_mode = force_custom_plan');
+like(sql($s, "$analyze EXECUTE g"), qr/Workers Planned: 1\b/,
+	'EXECUTE, the first statement: its custom plan, made before its lane was known, asks for 1');
+like(sql($s, "$analyze SELECT count(*) FROM par WHERE slowish(id)"), qr/Workers Planned: 1\b/,
+	'EXPLAIN ANALYZE, the first statement: the same');
+is(sql($s, 'EXECUTE g'), '20000', 'the result is whole');
+like(sql($s, "$analyze EXECUTE cheap"), qr/Workers Planned: 2\b/, 'in web the workers are those planned');
+$node->safe_psql('postgres', q{UPDATE bulkhead_workload
+	SET settings = array_replace(settings, 'max_parallel_workers_per_gather=1',
+	                             'max_parallel_workers_per_gather=0') WHERE name = 'heavy'});
+ok(poll_until($node, q{SELECT 'max_parallel_workers_per_gather=0' = ANY (settings)
+	FROM bulkhead_stats WHERE workload = 'heavy'}), 'heavy caps the workers per Gather at 0 again');
 sql($s, q{RESET parallel_setup_cost; RESET parallel_tuple_cost;
 	RESET min_parallel_table_scan_size; RESET plan_cache_mode});
 
