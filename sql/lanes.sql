@@ -109,6 +109,10 @@ SELECT * FROM bulkhead_classify('EXPLAIN (ANALYZE 0) SELECT count(*) FROM genera
 SELECT * FROM bulkhead_classify('EXPLAIN (ANALYZE maybe) SELECT 1');
 \echo :LAST_ERROR_SQLSTATE
 SELECT count(*) FROM lane_t;	-- nothing was inserted
+-- a statement that takes no permit: no workload, source none
+SELECT * FROM bulkhead_classify('BEGIN');
+SELECT * FROM bulkhead_classify('SET work_mem = ''1MB''');
+SELECT * FROM bulkhead_classify('SHOW work_mem');
 -- bad input (NULL: a row of NULLs, as bulkhead_classify(pid) answers)
 SELECT * FROM bulkhead_classify(NULL::text);
 SELECT * FROM bulkhead_classify('SELECT 1; SELECT 2');

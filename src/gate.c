@@ -78,27 +78,6 @@ static bool gate_passed = false;
  */
 static bool holding_for_utility = false;
 
-/* Utility statements that run without a permit */
-bool
-bulkhead_utility_needs_no_permit(Node *stmt)
-{
-	switch (nodeTag(stmt))
-	{
-		case T_TransactionStmt:
-		case T_VariableSetStmt:
-		case T_VariableShowStmt:
-		case T_DiscardStmt:
-		case T_ListenStmt:
-		case T_UnlistenStmt:
-		case T_PrepareStmt:
-		case T_DeallocateStmt:
-		case T_ClosePortalStmt:
-			return true;
-		default:
-			return false;
-	}
-}
-
 /*
  * After the statement's permit was taken or moved: its guard's
  * statement_timeout (or the lifting of the old one's) counts for this

@@ -13,7 +13,6 @@
 
 #include "nodes/nodes.h"
 
-extern bool bulkhead_utility_needs_no_permit(Node *stmt);
 extern bool bulkhead_gate_applies(void);
 extern bool bulkhead_gate_transaction(bool *snapshot_given_up);
 extern bool bulkhead_gate_statement(uint8 kind, bool has_cost, double cost,

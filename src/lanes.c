@@ -89,6 +89,27 @@ explain_analyzes(ExplainStmt *stmt)
 	return analyze;
 }
 
+/* Utility statements that run without a permit */
+bool
+bulkhead_utility_needs_no_permit(Node *stmt)
+{
+	switch (nodeTag(stmt))
+	{
+		case T_TransactionStmt:
+		case T_VariableSetStmt:
+		case T_VariableShowStmt:
+		case T_DiscardStmt:
+		case T_ListenStmt:
+		case T_UnlistenStmt:
+		case T_PrepareStmt:
+		case T_DeallocateStmt:
+		case T_ClosePortalStmt:
+			return true;
+		default:
+			return false;
+	}
+}
+
 BulkheadLaneUtility
 bulkhead_lane_utility(Node *stmt)
 {
@@ -291,17 +312,39 @@ describe(RawStmt *raw, const char *query, uint8 *kind, bool *has_cost,
 }
 
 /*
+ * An error in the query (its syntax, a relation it names) points into the
+ * query, as an error in a function's query does, not into the statement
+ * that calls bulkhead_classify.
+ */
+static void
+classify_error_context(void *arg)
+{
+	int			position = geterrposition();
+
+	if (position > 0)
+	{
+		errposition(0);
+		internalerrposition(position);
+		internalerrquery((const char *) arg);
+	}
+}
+
+/*
  * bulkhead_classify(query text): the workload the calling session's
  * transaction would take if query were its first statement, and why:
  * source 'rule' and the position of the statement rule that matches, else
- * the session's classification (bulkhead_classify()).  The query is
- * planned, not run; planning it needs the privileges running it would.
+ * the session's classification (bulkhead_classify()); for a statement that
+ * takes no permit (BEGIN, SET, SHOW, ...) source 'none' and no workload.
+ * The query is planned, not run; planning it needs the privileges running
+ * it would.
  */
 Datum
 bulkhead_classify_query(PG_FUNCTION_ARGS)
 {
 	char	   *query;
 	List	   *raws;
+	RawStmt    *raw;
+	ErrorContextCallback context;
 	uint8		kind = 0;
 	bool		has_cost = false;
 	double		cost = 0;
@@ -312,21 +355,32 @@ bulkhead_classify_query(PG_FUNCTION_ARGS)
 
 	bulkhead_check_loaded();
 	query = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	context.callback = classify_error_context;
+	context.arg = query;
+	context.previous = error_context_stack;
+	error_context_stack = &context;
 	raws = pg_parse_query(query);
 	if (list_length(raws) != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("bulkhead_classify needs exactly one statement"),
 				 errdetail("The query has %d.", list_length(raws))));
+	raw = linitial_node(RawStmt, raws);
+	if (bulkhead_utility_needs_no_permit(raw->stmt))
+	{
+		/* (transaction control, SET, SHOW, ...): no workload */
+		error_context_stack = context.previous;
+		return bulkhead_classification_row(fcinfo, NULL, "none", 0, false);
+	}
 	if (!ActiveSnapshotSet())
 	{
 		PushActiveSnapshot(GetTransactionSnapshot());
 		snapshot = true;
 	}
-	described = describe(linitial_node(RawStmt, raws), query, &kind,
-						 &has_cost, &cost);
+	described = describe(raw, query, &kind, &has_cost, &cost);
 	if (snapshot)
 		PopActiveSnapshot();
+	error_context_stack = context.previous;
 	if (described)
 		lane = bulkhead_lane_of(kind, has_cost, cost, &position);
 	if (lane != NULL)

@@ -29,6 +29,8 @@ typedef enum BulkheadLaneUtility
 
 /* The kind bit of a plannable statement (BULKHEAD_CMD_*), 0 if none */
 extern uint8 bulkhead_statement_kind(CmdType command);
+/* Utility statements that run without a permit (and match nothing) */
+extern bool bulkhead_utility_needs_no_permit(Node *stmt);
 extern BulkheadLaneUtility bulkhead_lane_utility(Node *stmt);
 
 /*
