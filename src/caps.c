@@ -419,12 +419,10 @@ lower_workers(Plan *plan, int n)
 
 /*
  * A plan made before its lane capped max_parallel_workers_per_gather (a
- * cached one, or one planned before its lane was known: the first
- * statement's EXECUTE or EXPLAIN ANALYZE) runs with at most the cap's
- * workers per Gather: at 0, without parallel mode (the executor enters it
- * only when the plan says so, and a Gather then runs its plan in the
- * leader); above, from a copy of the plan (the cache's is not ours to
- * change) whose Gather and Gather Merge nodes ask for fewer workers.
+ * cached one; the first statement's EXECUTE or EXPLAIN ANALYZE) runs with
+ * at most the cap's workers per Gather: at 0, without parallel mode (a
+ * Gather then runs its plan in the leader); above, from a copy of the plan
+ * (not the cache's) whose Gathers ask for fewer workers.
  */
 void
 bulkhead_caps_parallel_workers(QueryDesc *queryDesc, const BulkheadCaps *caps)
