@@ -28,7 +28,11 @@ OBJS = \
 	src/views.o \
 	src/rules.o \
 	src/follow.o \
+	src/caps.o \
+	src/lanes.o \
 	src/gate.o \
+	src/statement.o \
+	src/hooks.o \
 	src/disclose.o \
 	src/treecheck.o \
 	src/catalog.o \
@@ -40,7 +44,8 @@ OBJS = \
 	src/holds.o \
 	src/worker.o
 DATA = sql/bulkhead--1.0.sql sql/bulkhead--1.1.sql sql/bulkhead--1.0--1.1.sql \
-	sql/bulkhead--1.2.sql sql/bulkhead--1.1--1.2.sql
+	sql/bulkhead--1.2.sql sql/bulkhead--1.1--1.2.sql \
+	sql/bulkhead--1.3.sql sql/bulkhead--1.2--1.3.sql
 PG_CPPFLAGS = -I$(srcdir)/src
 # hidden: see src/base.h
 PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Werror \
@@ -54,7 +59,7 @@ FIXED_LOCALE = --encoding=UTF8 --no-locale
 # pg_regress: sql/<name>.sql against expected/<name>.out
 REGRESS = setup workload_table permits call_shapes failed_statement scopes guards \
 	guard_levels errors stats transparent bad_input privileges rules adaptive \
-	budgets holds
+	budgets holds lanes
 REGRESS_OPTS = --temp-instance=./tmp_check_regress $(FIXED_LOCALE) \
 	--temp-config=$(srcdir)/test/regress.conf
 
@@ -63,7 +68,7 @@ ISOLATION = reject_full wait_timeout handoff cancel_waiter limit_raise \
 	xact_release session_kept shadow transparent_queue \
 	deadlock_cycles deadlock_transparent blocking_pids pause \
 	budget_borrow budget_least_served budget_no_credit budget_no_preempt \
-	budget_reparent budget_levels
+	budget_reparent budget_levels lane_move
 ISOLATION_OPTS = --inputdir=$(srcdir)/test $(FIXED_LOCALE) \
 	--temp-instance=./tmp_check_iso \
 	--temp-config=$(srcdir)/test/isolation.conf

@@ -9,8 +9,10 @@
 # preloaded with bulkhead, and walks through one workload with a few psql
 # sessions: a permit taken, a caller queued and served in turn, a caller
 # rejected (53B01), a wait that times out (53B02), a guard that cancels a slow
-# statement (57014), the statistics, and a shared budget (a reservation kept
-# while another workload borrows the rest). The server is stopped and every file
+# statement (57014), the statistics, a shared budget (a reservation kept
+# while another workload borrows the rest), tenants, and lanes (1.3): a costly
+# query from the web role waits in a capped heavy lane while the web lane's
+# point lookups keep their latency. The server is stopped and every file
 # removed at exit. Exit status 0 when every step behaved as described.
 set -euo pipefail
 
@@ -434,6 +436,83 @@ run D "SELECT bulkhead_release('saas');"
 run admin "SELECT count(*) AS keys_in_use FROM bulkhead_keys;"
 expect '^ +0$' "idle keys leave shared memory: none is left"
 
+REPORT="SELECT count(*) FROM (SELECT note || g FROM orders, generate_series(1, 4) g ORDER BY 1 OFFSET 0) s"
+narrate "13. Lanes (1.3): chosen by what a statement costs. The web application's" \
+         "    role takes 'web' (4 permits). A statement it sends that is planned at" \
+         "    20000 or more goes to 'heavy' instead (1 permit), where it runs with" \
+         "    work_mem capped at 1MB and no parallel workers."
+run admin "CREATE ROLE web_app LOGIN; CREATE TABLE orders AS SELECT g AS id, g % 1000 AS customer, md5(g::text) AS note FROM generate_series(1, 200000) g; ALTER TABLE orders ADD PRIMARY KEY (id); ANALYZE orders; GRANT SELECT ON orders TO web_app;"
+expect_no_error "the web role and its table are made"
+run admin "INSERT INTO bulkhead_workload (name, max_running, max_queued, queue_timeout, settings) VALUES ('web', 4, 64, '10s', NULL), ('heavy', 1, 8, '60s', '{work_mem=1MB,max_parallel_workers_per_gather=0}');"
+run admin "INSERT INTO bulkhead_rule (position, role, workload) VALUES (10, 'web_app', 'web'); INSERT INTO bulkhead_rule (position, min_cost, workload) VALUES (1, 20000, 'heavy');"
+expect_no_error "the lanes and their rules are inserted"
+poll_until "SET bulkhead.exempt_superuser = off; SELECT workload = 'heavy' FROM bulkhead_classify('$REPORT')" \
+    "the lanes and rules are loaded" 10 || true
+for who in A B C D; do run "$who" "SET ROLE web_app;"; done
+narrate "bulkhead_classify(query) plans a query without running it: a point lookup" \
+        "takes web, the report (planned at over 100000: it sorts 800000 rows) takes heavy."
+run A "SELECT * FROM bulkhead_classify('SELECT note FROM orders WHERE id = 42');"
+expect 'web +\| rule +\| +10' "a point lookup takes web"
+run A "SELECT * FROM bulkhead_classify('$REPORT');"
+expect 'heavy +\| rule +\| +1' "the report takes heavy"
+
+lookups() {    # lookups WHAT: 3 s of point lookups by web_app, 2 clients; latency shown
+    local out
+    printf '\\set id random(1, 200000)\nSELECT note FROM orders WHERE id = :id;\n' >"$WORK/lookup.sql"
+    chmod 644 "$WORK/lookup.sql"
+    out=$(runuser -u postgres -- "$BH_BINDIR/pgbench" -n -h 127.0.0.1 -p "$PORT" -U web_app \
+        -c 2 -j 1 -T 3 -f "$WORK/lookup.sql" postgres 2>&1 || true)
+    LAST=$(grep -E '^(latency average|number of failed|number of transactions actually)' <<<"$out" || true)
+    say "   web point lookups, $1:"
+    say "${LAST/#/   }"
+    grep -qE '^number of transactions actually processed: [1-9]' <<<"$out" ||
+        check_fail "the point lookups ran ($1)"
+}
+reports() {    # reports: A, B, C and D each send the report, not waiting
+    local who
+    for who in A B C D; do
+        send "$who" "SELECT current_setting('work_mem') AS work_mem, ($REPORT) AS report;"
+    done
+}
+reports_done() {    # collect the four reports
+    local who
+    for who in A B C D; do collect "$who" 60 || abort_demo; done
+}
+
+narrate "First the web lane alone:"
+lookups "alone"
+narrate "Now A, B, C and D (the web role too) each send the report at once. They" \
+        "queue in heavy, one runs at a time, and web keeps its 4 permits for the" \
+        "point lookups: none waits for a permit (their latency rises only by what" \
+        "the one report running takes of the server's CPUs):"
+run admin "SELECT bulkhead_stats_reset();"
+reports
+poll_until "SELECT running = 1 AND queued = 3 FROM bulkhead_stats WHERE workload = 'heavy'" \
+    "one report runs in heavy, three wait there" 10 || true
+lookups "while four reports run in heavy"
+reports_done
+expect '1MB' "the report ran with heavy's work_mem cap"
+narrate "The longest wait for a permit: the reports waited in heavy, none of the" \
+        "point lookups waited in web."
+run admin "SELECT workload, acquired, round(wait_time_max_ms) AS longest_wait_ms, wait_time_max_ms < 50 AS under_50ms FROM bulkhead_stats WHERE workload IN ('web', 'heavy') ORDER BY 1;"
+expect 'heavy +\| +4 \|' "the four reports took heavy"
+expect 'web +\| +[0-9]+ \| +[0-9]+ \| t$' "no point lookup waited for web"
+
+narrate "Without the statement rule (1.2: a lane by who runs it), the same four" \
+        "reports take web's 4 permits, and the point lookups queue behind them:"
+run admin "DELETE FROM bulkhead_rule WHERE position = 1;"
+poll_until "SET bulkhead.exempt_superuser = off; SELECT workload IS DISTINCT FROM 'heavy' FROM bulkhead_classify('$REPORT')" \
+    "the worker dropped the statement rule" 10 || true
+run admin "SELECT bulkhead_stats_reset();"
+reports
+poll_until "SELECT running = 4 FROM bulkhead_stats WHERE workload = 'web'" \
+    "the four reports hold web's 4 permits" 10 || true
+lookups "while four reports hold web's permits"
+reports_done
+narrate "Now the point lookups waited for web, behind the reports:"
+run admin "SELECT workload, acquired, round(wait_time_max_ms) AS longest_wait_ms, wait_time_max_ms < 50 AS under_50ms FROM bulkhead_stats WHERE workload IN ('web', 'heavy') ORDER BY 1;"
+expect 'web +\| +[0-9]+ \| +[0-9]+ \| f$' "point lookups waited behind the reports in web"
+for who in A B C D; do run "$who" "RESET ROLE;"; done
 blank
 if [ "$CHECKS_FAILED" -eq 0 ]; then
     echo "Demo complete: every step behaved as described."

@@ -78,14 +78,17 @@ done
 # analysis and snapshots, ExecutorStart, ProcessUtility), deadlocks, the
 # upgrade scripts, the holders' sampling (/proc and the cgroup), max_hold's
 # signals, the guards' restore through guc.c's internals (19 moved an
-# integer setting's reset value: 151 failed there, regress did not).  The
+# integer setting's reset value: 151 failed there, regress did not), and
+# the lanes of 1.3 (the planner's and the executor's hooks, portals and
+# cached plans, the settings' nesting levels, the utilities).  The
 # same files try a release candidate (19), whose #if blocks are few as
 # well.  Everything else runs on the first and the last released versions
 # (about 100 s less per run).
 TAP_MIDDLE_VERSIONS=(001_fifo 004_restart 005_worker_restart 006_standby
     007_idle_timeout 060_transparent 061_queue_snapshot 070_deadlock
     080_upgrade 132_adaptive_cgroup 150_utility_gate 151_guard_reload
-    180_max_hold)
+    180_max_hold 210_lane_settings 211_lane_prepared 212_lane_move_faults
+    215_lane_review)
 # The TAP files that drive Debian 12's prometheus-postgres-exporter (0.11)
 # and Prometheus (2.42), for which monitoring/ is written: a chroot version
 # (scripts/postgres.sh) has neither (sid's take other flags), and runs every
@@ -576,7 +579,7 @@ for item in "${PLAN[@]}"; do
         # (deadlocks, guards, budgets, runaway holders, tenants) 6 s (a smoke
         # run; long runs: test/stress/README.md)
         stress) DEADLOCK_SECONDS=6 GUARD_SECONDS=6 BUDGET_SECONDS=6 HOLD_SECONDS=6 \
-                    TENANT_SECONDS=6 \
+                    TENANT_SECONDS=6 LANE_SECONDS=6 \
                     run_script_phase stress "$major" test/stress/run.sh 48 10 ;;
         alerts) run_script_phase alerts "$major" monitoring/prometheus/tests/run.sh ;;
         *) run_script_phase "$suite" "$major" ;;

@@ -16,7 +16,7 @@
 #include "adaptive.h"
 #include "cpus.h"
 #include "functions.h"
-#include "gate.h"
+#include "hooks.h"
 #include "local.h"
 #include "rules.h"
 #include "shmem.h"
@@ -99,5 +99,5 @@ _PG_init(void)
 
 	bulkhead_register_worker();
 	bulkhead_local_init();
-	bulkhead_gate_init();
+	bulkhead_hooks_init();
 }

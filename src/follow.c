@@ -22,7 +22,8 @@
 /*
  * At the start of a statement: did the worker move one of our permits to
  * another workload (runaway holders, holds.c)?  Then it follows its new
- * workload: the guards become move_to's, from this statement on (applied
+ * workload: the guards (and the lane's settings) become move_to's, from
+ * this statement on (applied
  * as at a grant; then a session permit's are worked out again as after a
  * release, so that the old workload's stricter guard no longer holds the
  * setting down; a transaction or automatic permit's guard can only lower
@@ -72,6 +73,7 @@ bulkhead_local_follow_moves(void)
 		permit->statement_timeout_ms = slot->config.statement_timeout_ms;
 		permit->lock_timeout_ms = slot->config.lock_timeout_ms;
 		permit->idle_timeout_ms = slot->config.idle_timeout_ms;
+		permit->caps = slot->config.caps;	/* move_to's lane settings too */
 		LWLockRelease(slot->lock);
 		moved = true;
 		if (permit->scope == BULKHEAD_SCOPE_SESSION)
@@ -89,6 +91,8 @@ bulkhead_local_follow_moves(void)
 			applied.scope = BULKHEAD_SCOPE_AUTO;
 		bulkhead_apply_guards(&applied);
 	}
+	if (moved)
+		bulkhead_local_caps_changed();
 	if (session)
 		bulkhead_restore_session_guards(bulkhead_local,
 										bulkhead_shared->permits_per_backend);

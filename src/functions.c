@@ -222,7 +222,7 @@ acquire_common(FunctionCallInfo fcinfo, BulkheadScope scope, bool try_only)
 				 errdetail("The setting \"bulkhead.allow_session_permits\" is off: behind a transaction-pooling proxy, a session permit would stay with the server connection after the transaction."),
 				 errhint("Use bulkhead_acquire_xact() or bulkhead_try_acquire_xact() in a transaction.")));
 	return bulkhead_acquire_permit(name, keyed ? key : NULL, timeout_us,
-								   use_default, scope, try_only, NULL);
+								   use_default, scope, try_only, NULL, NULL);
 }
 
 Datum

@@ -2,69 +2,69 @@
  *
  * gate.c
  *	  Transparent admission: with bulkhead.workload set (by a superuser:
- *	  ALTER ROLE / ALTER DATABASE ... SET, or postgresql.conf), every
- *	  top-level transaction of a client backend takes a permit of that
- *	  workload (scope 'auto') before its first statement that does work, and
- *	  returns it when the transaction ends.
+ *	  ALTER ROLE / ALTER DATABASE ... SET, or postgresql.conf), or a rule
+ *	  that classifies the session, every top-level transaction of a client
+ *	  backend takes a permit of that workload (scope 'auto') before its
+ *	  first statement that does work, and returns it when the transaction
+ *	  ends.  With statement rules (1.3), the statement itself chooses the
+ *	  lane: its kind and planned cost.
  *
- * The gate sits in ExecutorStart (plannable statements) and ProcessUtility
- * (utility statements).  The first statement of a transaction to reach
- * either hook is always a top-level one: statements run by functions and
- * procedures come later, inside it.  Once the transaction holds a permit of
- * the workload, of any scope, nothing more is done until it ends; so a
- * procedure that commits gets a new permit for each new transaction.
+ * hooks.c calls here from the planner, ExecutorStart and ProcessUtility.
+ * The first statement of a transaction to reach them is a top-level one
+ * (statements run by functions come later, inside it), but for the
+ * transactions a procedure starts when it commits: their first statement
+ * is the procedure's, and takes the session's workload.  Once the
+ * transaction holds a permit of the workload, of any scope, nothing more
+ * is done until it ends; but with statement rules,
+ * each top-level statement is matched against them, and one that a rule
+ * sends to another workload moves the transaction's permit there
+ * (permit.c): the old permit is returned as the wait begins, the wait is
+ * an ordinary one in the new workload, and the permit stays there for the
+ * rest of the transaction.  A statement that matches no statement rule
+ * leaves the permit where it is.
  *
- * An early gate comes first for most statements: when the planner starts
- * on a client's top-level statement (a simple query, or the Bind message
- * of the extended protocol when it plans: an unnamed statement, or a
- * custom plan).  There, in READ COMMITTED, the only snapshot the
- * transaction holds is the one taken for analysis and planning (and a
- * Bind's parameters, already converted), and nothing uses it after
- * planning: the portal takes its own for execution.  So a caller that
- * must queue gives it up for the wait (permit.c) and a fresh one is pushed
- * for the planner.  A queue of callers then holds back no xmin horizon,
- * which would keep VACUUM and HOT pruning from removing the dead rows of
- * every other workload for as long as the longest wait, and the statement
- * sees the data as of when its permit came, not as of when it queued.  In
- * REPEATABLE READ and SERIALIZABLE the first snapshot is the
- * transaction's, and it is kept.  A statement that is not planned on its
- * way to ExecutorStart (a cached generic plan, EXECUTE of a prepared
- * statement) waits holding its snapshot, as before; so does a utility.  A
- * Parse message alone plans nothing and takes no permit.
+ * The early gate (hooks.c) comes first for most statements: when the
+ * planner starts on a client's top-level statement.  There, in READ
+ * COMMITTED, the only snapshot the transaction holds is the one taken for
+ * analysis and planning, and nothing uses it after planning: the portal
+ * takes its own for execution.  So a caller that must queue gives it up for
+ * the wait (permit.c) and a fresh one is pushed.  A queue of callers then
+ * holds back no xmin horizon, and the statement sees the data as of when
+ * its permit came.  In REPEATABLE READ and SERIALIZABLE the first snapshot
+ * is the transaction's, and it is kept.  With statement rules the
+ * statement is planned first (its cost is known only then) and waits
+ * after, the same way.  A statement that is not planned on its way to
+ * ExecutorStart (a cached generic plan, EXECUTE of a prepared statement)
+ * waits holding its snapshot; so does a utility.
  *
  * Not gated: transaction control, SET/SHOW/RESET, DISCARD, LISTEN/UNLISTEN,
  * PREPARE/DEALLOCATE, CLOSE; aborted transactions (only ROLLBACK can run);
  * processes other than client backends (autovacuum, background and
  * parallel workers, walsenders); superusers while
- * bulkhead.exempt_superuser is on.  Sessions that a rule sends to a workload
- * are gated exactly as those sent by bulkhead.workload.
+ * bulkhead.exempt_superuser is on.  A statement rule sends any session it
+ * matches, whether bulkhead.workload or a rule classifies it or nothing
+ * does (its role, database, application_name and client_addr filter).
  *
- * Owns no shared state: it classifies the session (rules.c), publishes the
- * classification, and takes the permit through permit.c.  Its state is
- * this backend's (whether the transaction passed the gate), reset by its
- * own transaction callback.  Called by bulkhead.c (init) only.
+ * Owns no shared state: it classifies the session (rules.c) and the
+ * statement (lanes.c), publishes the classification, and takes or moves
+ * the permit through permit.c.  Its state is this backend's (whether the
+ * transaction passed the gate, whether a utility holds the permit across
+ * its commits), reset by its own transaction callback.  Called by hooks.c.
  *
  *-------------------------------------------------------------------------
  */
 #include "gate.h"
-#include "follow.h"
 #include "functions.h"
+#include "guard.h"
+#include "lanes.h"
 #include "local.h"
 #include "permit.h"
 #include "rules.h"
 
 #include "access/parallel.h"
 #include "access/xact.h"
-#include "executor/executor.h"
 #include "miscadmin.h"
-#include "nodes/parsenodes.h"
-#include "optimizer/planner.h"
 #include "replication/walsender.h"
-#include "storage/proc.h"
-#include "tcop/pquery.h"
-#include "tcop/tcopprot.h"
-#include "tcop/utility.h"
-#include "utils/snapmgr.h"
 #include "utils/timeout.h"
 
 /* This transaction already holds its gate permit (reset at its end) */
@@ -78,78 +78,168 @@ static bool gate_passed = false;
  */
 static bool holding_for_utility = false;
 
-static planner_hook_type prev_planner = NULL;
-static ExecutorStart_hook_type prev_ExecutorStart = NULL;
-static ProcessUtility_hook_type prev_ProcessUtility = NULL;
-
-/* Utility statements that run without a permit */
-static bool
-utility_needs_no_permit(Node *stmt)
+/*
+ * After the statement's permit was taken or moved: its guard's
+ * statement_timeout (or the lifting of the old one's) counts for this
+ * statement from now, the wait in the queue not counted against it.
+ */
+static void
+arm_statement_timeout(int before)
 {
-	switch (nodeTag(stmt))
-	{
-		case T_TransactionStmt:
-		case T_VariableSetStmt:
-		case T_VariableShowStmt:
-		case T_DiscardStmt:
-		case T_ListenStmt:
-		case T_UnlistenStmt:
-		case T_PrepareStmt:
-		case T_DeallocateStmt:
-		case T_ClosePortalStmt:
-			return true;
-		default:
-			return false;
-	}
+	if (StatementTimeout == before)
+		return;
+	if (StatementTimeout > 0)
+		enable_timeout_after(STATEMENT_TIMEOUT, StatementTimeout);
+	else
+		disable_timeout(STATEMENT_TIMEOUT, false);
 }
 
 /*
- * Take the permit of the workload a rule chose.  The worker defines a new
- * workload before it replaces the rules and undefines an old one after
- * (loader.c), but this session may have classified itself just before the
- * rules changed: if the workload is unknown by now, classify again and, if
- * the rules now send the session elsewhere, try that workload once.  The
- * error caught is raised by the lookup, with no lock held and nothing
- * changed yet, so it is simply discarded.
+ * Move the transaction's automatic permit (local index li) to workload name
+ * (1.3, a statement's lane): it goes back to its workload (moved_out there,
+ * waiters served at once), its guards are lifted, then name's is taken by
+ * an ordinary acquire (queue_timeout, FIFO, 53B01 / 53B02, deadlocks, the
+ * session's key), counted as moved_in.  A failure leaves neither held.
+ * The transaction permits held keep their guards: they are applied again
+ * after the lifting, which may have lifted a value one of them had set.
  */
 static void
-acquire_for_rule(BulkheadClassification *class, bool *snapshot_given_up)
+move_permit(int li, const char *name, const char *key, bool *snapshot_given_up)
+{
+	BulkheadLocalPermit old = bulkhead_local[li];
+	int			statement_timeout = StatementTimeout;
+	char		from[NAMEDATALEN];
+	int			i;
+
+	Assert(old.held && old.scope == BULKHEAD_SCOPE_AUTO);
+
+	/*
+	 * Where it is now (old.name is where it was taken: max_hold may have
+	 * moved it since).  A slot's name does not change while an entry of
+	 * ours is in it (shmem.h).
+	 */
+	strlcpy(from, bulkhead_shared->slots[old.workload].name, NAMEDATALEN);
+	bulkhead_release_entry_moved(li);
+	bulkhead_lift_guards(&old);
+	for (i = 0; i < bulkhead_shared->permits_per_backend; i++)
+	{
+		BulkheadLocalPermit held = bulkhead_local[i];
+
+		if (!held.held || held.scope != BULKHEAD_SCOPE_XACT)
+			continue;
+		held.scope = BULKHEAD_SCOPE_AUTO;	/* at every level, as follow.c */
+		bulkhead_apply_guards(&held);
+	}
+	/* the old workload's statement_timeout does not cut the wait short */
+	arm_statement_timeout(statement_timeout);
+	(void) bulkhead_acquire_permit(name, key, 0, true, BULKHEAD_SCOPE_AUTO,
+								   false, snapshot_given_up, from);
+}
+
+/* Is this backend, in this state, one the gate applies to? */
+bool
+bulkhead_gate_applies(void)
+{
+	return MyBackendType == B_BACKEND && !am_walsender && !IsParallelWorker() &&
+		!IsAbortedTransactionBlockState() && bulkhead_shared != NULL;
+}
+
+/*
+ * Take the automatic permit of workload (a move of the one at local index
+ * move_li, when >= 0).  The worker defines a new workload before it
+ * replaces the rules and undefines an old one after (loader.c), but this
+ * session may have matched a rule just before the rules changed: the
+ * caller gets false when the workload is unknown by now, and tries again
+ * with the rules as they are.  The error caught is raised by the lookup,
+ * with no lock held and nothing changed yet (a move's old permit is
+ * returned by then, and recorded so), so it is simply discarded.
+ */
+static bool
+acquire_or_move(const char *workload, int move_li, bool *snapshot_given_up)
 {
 	MemoryContext cxt = CurrentMemoryContext;
-	char		workload[NAMEDATALEN];
-	ErrorData  *volatile edata = NULL;
+	volatile bool unknown = false;
 
-	strlcpy(workload, class->workload, NAMEDATALEN);
 	PG_TRY();
 	{
-		(void) bulkhead_acquire_permit(workload, bulkhead_session_key(), 0, true,
-									   BULKHEAD_SCOPE_AUTO, false,
-									   snapshot_given_up);
+		if (move_li >= 0)
+			move_permit(move_li, workload, bulkhead_session_key(),
+						snapshot_given_up);
+		else
+			(void) bulkhead_acquire_permit(workload, bulkhead_session_key(), 0,
+										   true, BULKHEAD_SCOPE_AUTO, false,
+										   snapshot_given_up, NULL);
 	}
 	PG_CATCH();
 	{
 		MemoryContextSwitchTo(cxt);
 		if (geterrcode() != ERRCODE_UNDEFINED_OBJECT)
 			PG_RE_THROW();
-		edata = CopyErrorData();
 		FlushErrorState();
+		unknown = true;
 	}
 	PG_END_TRY();
+	return !unknown;
+}
 
-	if (edata == NULL)
-		return;					/* acquired */
-	bulkhead_classify_session(class);
-	bulkhead_publish_classification(class);
-	if (class->workload != NULL && strcmp(class->workload, workload) == 0)
-		ReThrowError(edata);	/* the rules did not move: the error stands */
-	FreeErrorData(edata);
-	/* no longer classified (the rule went with its workload): not gated */
-	if (class->workload != NULL &&
-		bulkhead_local_index_by_name(class->workload) < 0)
-		(void) bulkhead_acquire_permit(class->workload, bulkhead_session_key(), 0,
-									   true,
-									   BULKHEAD_SCOPE_AUTO, false,
-									   snapshot_given_up);
+/*
+ * The transaction's permit, of the workload the session is classified to,
+ * or of lane (a statement rule's, at position).  Returns once the
+ * transaction holds it, or when the session is not gated.  If the workload
+ * turns out unknown (see acquire_or_move), the classification is done once
+ * more and its answer taken, or the unknown workload reported.
+ */
+static void
+take_permit(const char *lane, int32 position, int move_li,
+			uint8 kind, bool has_cost, double cost, bool *snapshot_given_up)
+{
+	BulkheadClassification class;
+	char		workload[NAMEDATALEN];
+	int			attempt;
+
+	for (attempt = 0;; attempt++)
+	{
+		if (lane != NULL)
+		{
+			class.source = BULKHEAD_CLASS_RULE;
+			class.position = position;
+			class.workload = lane;
+		}
+		else
+			bulkhead_classify_session(&class);
+		bulkhead_publish_classification(&class);
+		if (class.workload == NULL ||
+			bulkhead_local_index_by_name(class.workload) >= 0)
+			return;				/* not gated, or it holds that one already */
+		if (class.source != BULKHEAD_CLASS_RULE)
+		{
+			/* bulkhead.workload names it: no rule to look at again */
+			(void) bulkhead_acquire_permit(class.workload, bulkhead_session_key(),
+										   0, true, BULKHEAD_SCOPE_AUTO, false,
+										   snapshot_given_up, NULL);
+			return;
+		}
+		strlcpy(workload, class.workload, NAMEDATALEN);
+		if (acquire_or_move(workload, move_li, snapshot_given_up))
+			return;
+		if (attempt > 0)
+			break;
+		/* a move's old permit is gone: whatever comes now is an acquire */
+		move_li = -1;
+		lane = bulkhead_lane_of(kind, has_cost, cost, &position);
+		if (lane != NULL && strcmp(lane, workload) == 0)
+			break;				/* the rules did not change: the error stands */
+		if (lane == NULL)
+		{
+			bulkhead_classify_session(&class);
+			if (class.workload != NULL && strcmp(class.workload, workload) == 0)
+				break;
+		}
+	}
+	/* raises 42704 for the workload again, now with nothing to retry */
+	(void) bulkhead_acquire_permit(workload, bulkhead_session_key(), 0, true,
+								   BULKHEAD_SCOPE_AUTO, false,
+								   snapshot_given_up, NULL);
 }
 
 /*
@@ -158,45 +248,82 @@ acquire_for_rule(BulkheadClassification *class, bool *snapshot_given_up)
  * before).  snapshot_given_up: see bulkhead_acquire_permit (NULL but from
  * the early gate).
  */
-static bool
-gate_transaction(bool *snapshot_given_up)
+bool
+bulkhead_gate_transaction(bool *snapshot_given_up)
 {
-	BulkheadClassification class;
+	int			statement_timeout = StatementTimeout;
 
 	if (gate_passed)
 		return bulkhead_nheld > 0;
-	if (MyBackendType != B_BACKEND || am_walsender || IsParallelWorker() ||
-		IsAbortedTransactionBlockState() || bulkhead_shared == NULL)
+	if (!bulkhead_gate_applies())
 		return false;
-
-	/* bulkhead.workload, else the rules; the superuser exemption (rules.c) */
-	bulkhead_classify_session(&class);
-	bulkhead_publish_classification(&class);
-	if (class.workload == NULL)
-		return false;
-
-	if (bulkhead_local_index_by_name(class.workload) < 0)
-	{
-		int			statement_timeout = StatementTimeout;
-
-		if (class.source == BULKHEAD_CLASS_RULE)
-			acquire_for_rule(&class, snapshot_given_up);
-		else
-			(void) bulkhead_acquire_permit(class.workload, bulkhead_session_key(), 0,
-										   true,
-										   BULKHEAD_SCOPE_AUTO, false,
-										   snapshot_given_up);
-
-		/*
-		 * The permit is for the statement starting now: if its guard lowered
-		 * statement_timeout, arm it for this statement from here (the wait
-		 * in the queue does not count against it).
-		 */
-		if (StatementTimeout > 0 && StatementTimeout != statement_timeout)
-			enable_timeout_after(STATEMENT_TIMEOUT, StatementTimeout);
-	}
+	take_permit(NULL, 0, -1, 0, false, 0, snapshot_given_up);
+	arm_statement_timeout(statement_timeout);
 	gate_passed = true;
-	return true;
+	return bulkhead_nheld > 0;
+}
+
+/*
+ * A top-level statement of kind (a BULKHEAD_CMD_* bit) and planned cost
+ * (has_cost false: a utility) is about to run in a session with statement
+ * rules: the first that matches chooses the workload of the transaction's
+ * permit (taken now, if the transaction has none yet, or moved there);
+ * with none, the first statement takes the session's workload as without
+ * statement rules, and a later one leaves the permit where it is.  Returns
+ * true when the transaction holds a gate permit.
+ */
+bool
+bulkhead_gate_statement(uint8 kind, bool has_cost, double cost,
+						bool *snapshot_given_up)
+{
+	const char *lane;
+	int32		position = 0;
+	int			auto_li;
+	int			statement_timeout = StatementTimeout;
+
+	if (!bulkhead_gate_applies())
+		return false;
+	lane = bulkhead_lane_of(kind, has_cost, cost, &position);
+	if (lane == NULL)
+		return bulkhead_gate_transaction(snapshot_given_up);
+	if (bulkhead_local_index_by_name(lane) >= 0)
+	{
+		gate_passed = true;
+		return true;			/* its permit is held already, of any scope */
+	}
+
+	/*
+	 * A move returns the old permit first: should the wait fail, the
+	 * transaction holds no gate permit, and its next statement (after a
+	 * ROLLBACK TO SAVEPOINT) passes the gate again.
+	 */
+	auto_li = gate_passed ? bulkhead_local_auto_index() : -1;
+	gate_passed = false;
+	take_permit(lane, position, auto_li, kind, has_cost, cost, snapshot_given_up);
+	arm_statement_timeout(statement_timeout);
+	gate_passed = true;
+	return bulkhead_nheld > 0;
+}
+
+/* Has this transaction passed the gate? */
+bool
+bulkhead_gate_passed(void)
+{
+	return gate_passed;
+}
+
+/* hooks.c: a utility holds the gate permit across its own commits */
+void
+bulkhead_gate_hold_for_utility(bool hold)
+{
+	holding_for_utility = hold;
+	bulkhead_keep_auto_over_commits(hold);
+}
+
+bool
+bulkhead_gate_holding_for_utility(void)
+{
+	return holding_for_utility;
 }
 
 /*
@@ -224,146 +351,9 @@ gate_xact_callback(XactEvent event, void *arg)
 	}
 }
 
-/*
- * Does this utility statement hold the gate permit for its whole run?  A
- * top-level statement outside a transaction block may commit internally
- * and go on in new transactions, which reach no hook of ours: CREATE INDEX
- * CONCURRENTLY, REINDEX ... CONCURRENTLY, DROP INDEX CONCURRENTLY, ALTER
- * TABLE ... DETACH PARTITION ... CONCURRENTLY, VACUUM, ANALYZE, CLUSTER.
- * Holding the permit over any such statement is harmless for those that do
- * not commit (the permit goes at the statement's own commit either way).
- * CALL and DO are left out on purpose: a procedure that commits takes a new
- * permit in each transaction, at its next statement.
- */
-static bool
-holds_for_whole_utility(Node *stmt, ProcessUtilityContext context)
-{
-	return context == PROCESS_UTILITY_TOPLEVEL && !holding_for_utility &&
-		!IsTransactionBlock() && !IsA(stmt, CallStmt) && !IsA(stmt, DoStmt);
-}
-
-/*
- * The early gate (see the header comment).  A client's top-level statement
- * is planned outside any portal (ActivePortal is set while one runs: a
- * function's queries, EXPLAIN, DECLARE, EXECUTE) and over the very string
- * the client sent (debug_query_string).  A planning nested in this one (a
- * function evaluated by the planner) comes after the gate has passed.
- */
-#if PG_VERSION_NUM >= 190000
-static PlannedStmt *
-gate_planner(Query *parse, const char *query_string, int cursorOptions,
-			 ParamListInfo boundParams, ExplainState *es)
-#else
-static PlannedStmt *
-gate_planner(Query *parse, const char *query_string, int cursorOptions,
-			 ParamListInfo boundParams)
-#endif
-{
-	if (!gate_passed && ActivePortal == NULL && query_string != NULL &&
-		query_string == debug_query_string)
-	{
-		bool		given_up = false;
-
-		gate_transaction(IsolationUsesXactSnapshot() ? NULL : &given_up);
-		if (given_up)
-			PushActiveSnapshot(GetTransactionSnapshot());
-	}
-#if PG_VERSION_NUM >= 190000	/* 19 passes EXPLAIN's state on */
-	if (prev_planner)
-		return prev_planner(parse, query_string, cursorOptions, boundParams, es);
-	return standard_planner(parse, query_string, cursorOptions, boundParams, es);
-#else
-	if (prev_planner)
-		return prev_planner(parse, query_string, cursorOptions, boundParams);
-	return standard_planner(parse, query_string, cursorOptions, boundParams);
-#endif
-}
-
-static void
-gate_ExecutorStart(QueryDesc *queryDesc, int eflags)
-{
-	bulkhead_local_follow_moves();
-	gate_transaction(NULL);
-	if (prev_ExecutorStart)
-		prev_ExecutorStart(queryDesc, eflags);
-	else
-		standard_ExecutorStart(queryDesc, eflags);
-}
-
-static void
-next_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
-					bool readOnlyTree, ProcessUtilityContext context,
-					ParamListInfo params, QueryEnvironment *queryEnv,
-					DestReceiver *dest, QueryCompletion *qc)
-{
-	if (prev_ProcessUtility)
-		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-							params, queryEnv, dest, qc);
-	else
-		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-								params, queryEnv, dest, qc);
-}
-
-static void
-gate_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
-					bool readOnlyTree, ProcessUtilityContext context,
-					ParamListInfo params, QueryEnvironment *queryEnv,
-					DestReceiver *dest, QueryCompletion *qc)
-{
-	bool		discard_all = IsA(pstmt->utilityStmt, DiscardStmt) &&
-		((DiscardStmt *) pstmt->utilityStmt)->target == DISCARD_ALL;
-
-	bool		hold = false;
-
-	bulkhead_local_follow_moves();
-	if (!utility_needs_no_permit(pstmt->utilityStmt))
-		hold = gate_transaction(NULL) &&
-			holds_for_whole_utility(pstmt->utilityStmt, context);
-
-	if (hold)
-	{
-		/*
-		 * On an error the flag goes first, then the abort returns the
-		 * permit (local.c); at a FATAL the exit callback does.
-		 */
-		holding_for_utility = true;
-		bulkhead_keep_auto_over_commits(true);
-		PG_TRY();
-		{
-			next_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-								params, queryEnv, dest, qc);
-		}
-		PG_CATCH();
-		{
-			holding_for_utility = false;
-			bulkhead_keep_auto_over_commits(false);
-			PG_RE_THROW();
-		}
-		PG_END_TRY();
-		holding_for_utility = false;
-		bulkhead_keep_auto_over_commits(false);
-	}
-	else
-		next_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-							params, queryEnv, dest, qc);
-
-	/*
-	 * Reached only when DISCARD ALL succeeded, which it cannot do inside a
-	 * transaction block: only session permits can be held here.
-	 */
-	if (discard_all)
-		bulkhead_discard_session_permits();
-}
-
-/* From _PG_init */
+/* From hooks.c's init */
 void
 bulkhead_gate_init(void)
 {
-	prev_planner = planner_hook;
-	planner_hook = gate_planner;
-	prev_ExecutorStart = ExecutorStart_hook;
-	ExecutorStart_hook = gate_ExecutorStart;
-	prev_ProcessUtility = ProcessUtility_hook;
-	ProcessUtility_hook = gate_ProcessUtility;
 	RegisterXactCallback(gate_xact_callback, NULL);
 }

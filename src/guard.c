@@ -375,6 +375,48 @@ guard_whole_transaction(GuardSetting *g, int guard)
 	}
 }
 
+/*
+ * An automatic permit leaves its workload for another (1.3: a statement's
+ * lane): its guards no longer hold.  What guard_whole_transaction lowered
+ * to the guard (the current value, and the values a ROLLBACK TO SAVEPOINT
+ * would bring back, but the one from before the transaction, which it
+ * never lowers) goes back to the session-level value, as if SET LOCAL at
+ * the top level; a value the guard did not make (one a SET LOCAL of the
+ * user made smaller, say) stays.  The new workload's guards are applied
+ * by its grant.  Integer settings only; never lifts another permit's
+ * guard above it: the caller applies the guards of the permits it still
+ * holds (they are lowered again by bulkhead_apply_guards).
+ */
+void
+bulkhead_lift_guards(const BulkheadLocalPermit *permit)
+{
+	int			kind;
+
+	for (kind = 0; kind < NUM_GUARDS; kind++)
+	{
+		GuardSetting *g = &guards[kind];
+		int			guard = guard_of(permit, kind);
+		struct config_generic *rec;
+		GucStack   *stack;
+		int			base;
+
+		if (guard <= 0)
+			continue;
+		rec = guc_record(g);
+		base = session_value(g);
+		if (base == guard)
+			continue;			/* nothing was lowered */
+		if (*g->value == guard)
+			set_guard(g, base, false, true);
+		for (stack = rec->stack; stack != NULL && stack->prev != NULL;
+			 stack = stack->prev)
+		{
+			if (stack->prior.val.intval == guard)
+				stack->prior.val.intval = base;
+		}
+	}
+}
+
 /* Apply a just-granted permit's guards */
 void
 bulkhead_apply_guards(const BulkheadLocalPermit *permit)

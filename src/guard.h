@@ -17,6 +17,7 @@
 #include "held.h"
 
 extern void bulkhead_apply_guards(const BulkheadLocalPermit *permit);
+extern void bulkhead_lift_guards(const BulkheadLocalPermit *permit);
 extern void bulkhead_restore_session_guards(const BulkheadLocalPermit *permits,
 											int n);
 

@@ -2,8 +2,8 @@
  *
  * held.h
  *	  The record this backend keeps of each of its permits: what local.c
- *	  keeps in bulkhead_local[], and what guard.c reads to apply a
- *	  workload's guards.
+ *	  keeps in bulkhead_local[], and what guard.c and caps.c read to apply
+ *	  a workload's guards and its lane's settings.
  *
  * A type only, so that guard.c needs nothing of local.c (and local.c,
  * which calls guard.c, nothing that includes it back).
@@ -30,6 +30,8 @@ typedef struct BulkheadLocalPermit
 	TimestampTz acquired_in;	/* statement_timestamp() of the statement that
 								 * took it: a session permit is returned if
 								 * that statement fails (local.c) */
+	BulkheadCaps caps;			/* the lane's settings, copied at grant (only
+								 * values whose mask bit is set) */
 } BulkheadLocalPermit;
 
 #endif							/* BULKHEAD_HELD_H */

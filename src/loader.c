@@ -258,7 +258,15 @@ apply_config(WorkloadRow *rows, int nrows, const BulkheadRuleList *rules,
 	BulkheadShared *shared = bulkhead_shared;
 	bool	   *placed = palloc0(sizeof(bool) * Max(nrows, 1));
 	bool	   *seen = palloc(sizeof(bool) * shared->nslots);
+	uint32		planning_lanes = 0;
 	int			skipped;
+	int			i;
+
+	/* a hint for the planner hook: is a lane's plan worth keeping a copy? */
+	for (i = 0; i < nrows; i++)
+		if (rows[i].config.caps.mask & BULKHEAD_PLANNING_CAPS)
+			planning_lanes++;
+	pg_atomic_write_u32(&shared->planning_lanes, planning_lanes);
 
 	mark_budgets(rows, nrows);
 	LWLockAcquire(shared->dir_lock, LW_EXCLUSIVE);
@@ -281,6 +289,7 @@ apply_config(WorkloadRow *rows, int nrows, const BulkheadRuleList *rules,
 	shared->config_loaded = loaded;
 	shared->rows_pending = skipped > 0;
 	LWLockRelease(shared->dir_lock);
+	pg_atomic_fetch_add_u64(&shared->loads, 1);
 
 	if (skipped > 0)
 		ereport(WARNING,

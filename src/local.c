@@ -23,6 +23,7 @@
  *-------------------------------------------------------------------------
  */
 #include "local.h"
+#include "caps.h"
 #include "deadlock.h"
 #include "proof.h"
 #include "guard.h"
@@ -40,6 +41,9 @@ BulkheadLocalPermit *bulkhead_local = NULL;
 
 /* How many of bulkhead_local[] are held: lets the common cases skip a loop */
 int			bulkhead_nheld = 0;
+
+/* The lanes' caps in force: the smallest of each over the permits held */
+BulkheadCaps bulkhead_caps_in_force;
 
 /* Local index of the entry this backend is waiting on, or -1 */
 static int	my_wait_index = -1;
@@ -77,6 +81,8 @@ bulkhead_keep_auto_over_commits(bool keep)
 	keep_auto_over_commits = keep;
 }
 
+static void release_entry(int li, bool moved);
+
 /* Restore the session guards after session permits were released */
 static void
 restore_guards(void)
@@ -108,14 +114,51 @@ bulkhead_local_record_grant(int li, const BulkheadSlot *slot, int slotno,
 	permit->lock_timeout_ms = slot->config.lock_timeout_ms;
 	permit->idle_timeout_ms = slot->config.idle_timeout_ms;
 	permit->acquired_in = GetCurrentStatementStartTimestamp();
+	permit->caps.mask = slot->config.caps.mask;
+	if (unlikely(permit->caps.mask != 0))
+		memcpy(permit->caps.value, slot->config.caps.value,
+			   sizeof(permit->caps.value));
+	if (unlikely((permit->caps.mask | bulkhead_caps_in_force.mask) != 0))
+		bulkhead_local_caps_changed();
+}
+
+/*
+ * The permits held (or their lanes' caps) changed: work out the caps in
+ * force again.  Never throws.
+ */
+void
+bulkhead_local_caps_changed(void)
+{
+	int			i;
+
+	memset(&bulkhead_caps_in_force, 0, sizeof(BulkheadCaps));
+	if (bulkhead_nheld == 0)
+		return;
+	for (i = 0; i < bulkhead_shared->permits_per_backend; i++)
+		if (bulkhead_local[i].held && bulkhead_local[i].caps.mask != 0)
+			bulkhead_caps_combine(&bulkhead_caps_in_force, &bulkhead_local[i].caps);
 }
 
 /*
  * Return a permit this backend holds (local index li): the entry leaves
- * the holders and the next waiter, if any, is served.  Never throws.
+ * the holders and the next waiter, if any, is served.  moved: it leaves for
+ * another workload (a statement's lane, 1.3), counted as moved_out.  Never
+ * throws.
  */
 void
 bulkhead_release_entry(int li)
+{
+	release_entry(li, false);
+}
+
+void
+bulkhead_release_entry_moved(int li)
+{
+	release_entry(li, true);
+}
+
+static void
+release_entry(int li, bool moved)
 {
 	BulkheadLocalPermit *permit = &bulkhead_local[li];
 	BulkheadEntry *entry = bulkhead_my_entry(li);
@@ -128,7 +171,7 @@ bulkhead_release_entry(int li)
 	Assert(permit->held);
 	/* its workload, or the one the worker moved it to */
 	slot = bulkhead_lock_entry_slot(entry, &slotno);
-	drained = bulkhead_slot_release(slot, entry, now, &wakeups);
+	drained = bulkhead_slot_release(slot, entry, now, &wakeups, moved);
 	LWLockRelease(slot->lock);
 	bulkhead_wake(&wakeups);
 	if (drained)
@@ -136,6 +179,8 @@ bulkhead_release_entry(int li)
 
 	permit->held = false;
 	bulkhead_nheld--;
+	if (unlikely(permit->caps.mask != 0))
+		bulkhead_local_caps_changed();
 }
 
 /*
@@ -286,6 +331,20 @@ bulkhead_local_index_by_slot(int slot)
 		return -1;
 	for (i = 0; i < bulkhead_shared->permits_per_backend; i++)
 		if (bulkhead_local[i].held && bulkhead_local[i].workload == slot)
+			return i;
+	return -1;
+}
+
+/* The local index of this transaction's automatic permit, or -1 */
+int
+bulkhead_local_auto_index(void)
+{
+	int			i;
+
+	if (bulkhead_local == NULL || bulkhead_nheld == 0)
+		return -1;
+	for (i = 0; i < bulkhead_shared->permits_per_backend; i++)
+		if (bulkhead_local[i].held && bulkhead_local[i].scope == BULKHEAD_SCOPE_AUTO)
 			return i;
 	return -1;
 }

@@ -23,6 +23,8 @@
 
 extern BulkheadLocalPermit *bulkhead_local;
 extern int	bulkhead_nheld;		/* how many of bulkhead_local[] are held */
+extern BulkheadCaps bulkhead_caps_in_force;	/* lanes' caps over those held */
+extern void bulkhead_local_caps_changed(void);
 
 /* This backend's shared entry for local index li */
 static inline BulkheadEntry *
@@ -36,6 +38,7 @@ extern void bulkhead_backend_init(void);
 extern int	bulkhead_free_local_index(void);
 extern int	bulkhead_local_index_by_slot(int slot);
 extern int	bulkhead_local_index_by_name(const char *name);
+extern int	bulkhead_local_auto_index(void);
 extern void bulkhead_local_record_grant(int li, const BulkheadSlot *slot,
 										int slotno, BulkheadScope scope);
 
@@ -46,6 +49,7 @@ extern void bulkhead_wait_cleanup(void);
 extern bool bulkhead_end_wait_deadlocked(uint64 holders_stamp);
 
 extern void bulkhead_release_entry(int li);
+extern void bulkhead_release_entry_moved(int li);
 extern int	bulkhead_release_session_permits(void);
 extern void bulkhead_discard_session_permits(void);
 extern void bulkhead_keep_auto_over_commits(bool keep);

@@ -323,7 +323,7 @@ new_permit_index(const char *name, int slotno, BulkheadScope scope)
 static bool
 wait_for_permit(BulkheadSlot *slot, int slotno, int li, BulkheadScope scope,
 				const char *name, TimestampTz queued_at, int64 timeout_us,
-				bool try_only)
+				bool try_only, const char *moved_from)
 {
 	BulkheadEntry *entry = bulkhead_my_entry(li);
 	TimestampTz deadline = queued_at + Min(timeout_us, PG_INT64_MAX - queued_at);
@@ -360,6 +360,8 @@ wait_for_permit(BulkheadSlot *slot, int slotno, int li, BulkheadScope scope,
 			if (entry->state == BULKHEAD_ENTRY_GRANTED)
 			{
 				bulkhead_slot_count_grant(slot, entry);
+				if (moved_from != NULL)
+					bulkhead_slot_note_moved(slot, entry, moved_from);
 				bulkhead_local_record_grant(li, slot, slotno, scope);
 				bulkhead_set_wait_index(-1, -1);
 				LWLockRelease(slot->lock);
@@ -414,7 +416,8 @@ static BulkheadAdmit
 admit(const char *name, const char *key, BulkheadScope scope,
 	  int64 *timeout_us,
 	  bool use_default_timeout, bool roles_checked, int *slotno, int *li,
-	  BulkheadConfig *config, int *limit, TimestampTz *now)
+	  BulkheadConfig *config, int *limit, TimestampTz *now,
+	  const char *moved_from)
 {
 	BulkheadSlot *slot;
 	BulkheadAdmit outcome;
@@ -452,6 +455,9 @@ admit(const char *name, const char *key, BulkheadScope scope,
 	outcome = bulkhead_admit(slot, *slotno, bulkhead_my_entry(*li), scope,
 							 config, *limit, *timeout_us, roles_checked,
 							 key, *now);
+	if (unlikely(moved_from != NULL) &&
+		(outcome == BULKHEAD_ADMIT_GRANTED || outcome == BULKHEAD_ADMIT_QUEUED))
+		bulkhead_slot_note_moved(slot, bulkhead_my_entry(*li), moved_from);
 	if (outcome == BULKHEAD_ADMIT_GRANTED)
 		bulkhead_local_record_grant(*li, slot, *slotno, scope);
 	else if (outcome == BULKHEAD_ADMIT_QUEUED)
@@ -515,7 +521,8 @@ free_idle_keys(void)
 bool
 bulkhead_acquire_permit(const char *name, const char *key, int64 timeout_us,
 						bool use_default_timeout, BulkheadScope scope,
-						bool try_only, bool *snapshot_given_up)
+						bool try_only, bool *snapshot_given_up,
+						const char *moved_from)
 {
 	BulkheadConfig config;
 	BulkheadAdmit outcome;
@@ -531,7 +538,8 @@ bulkhead_acquire_permit(const char *name, const char *key, int64 timeout_us,
 	for (;;)
 	{
 		outcome = admit(name, key, scope, &timeout_us, use_default_timeout,
-						roles_checked, &slotno, &li, &config, &limit, &now);
+						roles_checked, &slotno, &li, &config, &limit, &now,
+						moved_from);
 		if (outcome == BULKHEAD_ADMIT_NO_KEY_ROOM && !keys_freed)
 		{
 			/* keys kept idle for their debts give way; then once more */
@@ -588,5 +596,5 @@ bulkhead_acquire_permit(const char *name, const char *key, int64 timeout_us,
 		*snapshot_given_up = true;
 	}
 	return wait_for_permit(&bulkhead_shared->slots[slotno], slotno, li, scope,
-						   name, now, timeout_us, try_only);
+						   name, now, timeout_us, try_only, moved_from);
 }

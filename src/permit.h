@@ -18,6 +18,8 @@ extern bool bulkhead_acquire_permit(const char *name, const char *key,
 									int64 timeout_us,
 									bool use_default_timeout,
 									BulkheadScope scope, bool try_only,
-									bool *snapshot_given_up);
+									bool *snapshot_given_up,
+									const char *moved_from);
+
 
 #endif							/* BULKHEAD_PERMIT_H */

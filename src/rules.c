@@ -21,7 +21,11 @@
  *
  * An evaluation copies the rules under the rule lock held shared and
  * matches outside it: role membership and LIKE may read catalogs and may
- * throw.  The first matching rule in position order wins.
+ * throw.  The first matching session rule in position order wins.  A
+ * statement rule (1.3: min_cost or command set) classifies no session: the
+ * evaluation keeps, in order, those whose session columns match, and
+ * lanes.c matches each statement against them (kind and cost only).  With
+ * none in the set, a statement costs one atomic read.
  *
  * Owns the rule set and the classification records in shared memory
  * (which lock protects which field is written down in rules.h), and the
@@ -70,6 +74,12 @@ static char *cache_appname = NULL;	/* TopMemoryContext */
 static bool cache_matched;
 static int32 cache_position;
 static char cache_workload[NAMEDATALEN];
+
+/* The statement rules that match the session (TopMemoryContext) */
+static uint64 cache_version = 0;	/* evaluations of this session */
+static BulkheadRule *cache_statement = NULL;
+static int	cache_nstatement = 0;
+static int	cache_statement_room = 0;
 
 /* What the session matches on that never changes (TopMemoryContext) */
 static bool session_known = false;
@@ -150,6 +160,7 @@ bulkhead_rules_shmem_startup(void)
 		set->max_rules = bulkhead_max_rules;
 		pg_atomic_init_u64(&set->generation, 0);
 		pg_atomic_init_u64(&set->evaluations, 0);
+		pg_atomic_init_u32(&set->nstatement, 0);
 		set->nrecords = bulkhead_backend_count();
 		set->records = (BulkheadClassRecord *)
 			((char *) set + MAXALIGN(offsetof(BulkheadRuleSet, rules) +
@@ -170,6 +181,12 @@ bulkhead_rules_apply(const BulkheadRuleList *list)
 	BulkheadRuleSet *set = bulkhead_rules;
 	Size		bytes = sizeof(BulkheadRule) * list->nrules;
 
+	uint32		nstatement = 0;
+	int			i;
+
+	for (i = 0; i < list->nrules; i++)
+		if (bulkhead_is_statement_rule(&list->rules[i]))
+			nstatement++;
 	LWLockAcquire(set->lock, LW_EXCLUSIVE);
 	if (set->nrules != list->nrules ||
 		(bytes > 0 && memcmp(set->rules, list->rules, bytes) != 0))
@@ -177,6 +194,7 @@ bulkhead_rules_apply(const BulkheadRuleList *list)
 		if (bytes > 0)
 			memcpy(set->rules, list->rules, bytes);
 		set->nrules = list->nrules;
+		pg_atomic_write_u32(&set->nstatement, nstatement);
 		pg_atomic_fetch_add_u64(&set->generation, 1);
 	}
 	LWLockRelease(set->lock);
@@ -269,16 +287,38 @@ evaluate_rules(Oid userid, const char *appname)
 	}
 	pg_atomic_fetch_add_u64(&set->evaluations, 1);
 
+	/*
+	 * The first session rule that matches classifies the session; the
+	 * statement rules that match it are kept, in order, for its statements.
+	 */
 	cache_matched = false;
+	cache_nstatement = 0;
+	cache_version++;
 	for (i = 0; i < n; i++)
 	{
-		if (rule_matches(&copy[i], userid, appname))
+		bool		statement = bulkhead_is_statement_rule(&copy[i]);
+
+		if (!statement && cache_matched)
+			continue;
+		if (!rule_matches(&copy[i], userid, appname))
+			continue;
+		if (statement)
 		{
-			cache_matched = true;
-			cache_position = copy[i].position;
-			strlcpy(cache_workload, copy[i].workload, NAMEDATALEN);
-			break;
+			if (cache_nstatement == cache_statement_room)
+			{
+				int			more = Max(8, cache_statement_room * 2);
+
+				cache_statement = cache_statement == NULL ?
+					MemoryContextAlloc(TopMemoryContext, sizeof(BulkheadRule) * more) :
+					repalloc(cache_statement, sizeof(BulkheadRule) * more);
+				cache_statement_room = more;
+			}
+			cache_statement[cache_nstatement++] = copy[i];
+			continue;
 		}
+		cache_matched = true;
+		cache_position = copy[i].position;
+		strlcpy(cache_workload, copy[i].workload, NAMEDATALEN);
 	}
 	if (copy)
 		pfree(copy);
@@ -289,6 +329,20 @@ evaluate_rules(Oid userid, const char *appname)
 	cache_generation = generation;
 	cache_userid = userid;
 	cache_valid = true;
+}
+
+/* Evaluate the rules again if what the session matched on may have changed */
+static void
+refresh_cache(void)
+{
+	Oid			userid = GetOuterUserId();
+	const char *appname = application_name ? application_name : "";
+
+	if (!cache_valid ||
+		pg_atomic_read_u64(&bulkhead_rules->generation) != cache_generation ||
+		userid != cache_userid ||
+		strcmp(appname, cache_appname) != 0)
+		evaluate_rules(userid, appname);
 }
 
 /*
@@ -350,14 +404,7 @@ bulkhead_classify_session(BulkheadClassification *out)
 	}
 	else
 	{
-		Oid			userid = GetOuterUserId();
-		const char *appname = application_name ? application_name : "";
-
-		if (!cache_valid ||
-			pg_atomic_read_u64(&bulkhead_rules->generation) != cache_generation ||
-			userid != cache_userid ||
-			strcmp(appname, cache_appname) != 0)
-			evaluate_rules(userid, appname);
+		refresh_cache();
 		if (cache_matched)
 		{
 			out->source = BULKHEAD_CLASS_RULE;
@@ -365,6 +412,32 @@ bulkhead_classify_session(BulkheadClassification *out)
 			out->workload = cache_workload;
 		}
 	}
+}
+
+/*
+ * The statement rules that match this session (see rules.h).  With none in
+ * the set, one atomic read; else the session's copy, checked as the
+ * classification is (the rules' generation, the user, application_name).
+ * A superuser exempt from classification is exempt from them too.
+ */
+const BulkheadRule *
+bulkhead_statement_rules(int *n)
+{
+	*n = 0;
+	if (likely(pg_atomic_read_u32(&bulkhead_rules->nstatement) == 0))
+		return NULL;
+	if (bulkhead_exempt_superuser && superuser_arg(GetOuterUserId()))
+		return NULL;
+	refresh_cache();
+	*n = cache_nstatement;
+	return cache_statement;
+}
+
+/* Which evaluation of this session's rules the last call's answer is */
+uint64
+bulkhead_statement_rules_version(void)
+{
+	return cache_version;
 }
 
 /*---- SQL functions ----*/
@@ -387,8 +460,8 @@ source_name(BulkheadClassSource source)
 }
 
 /* A (workload, source, rule_position) row; source NULL: all NULL */
-static Datum
-classification_row(FunctionCallInfo fcinfo, const char *workload,
+Datum
+bulkhead_classification_row(FunctionCallInfo fcinfo, const char *workload,
 				   const char *source, int32 position, bool has_position)
 {
 	TupleDesc	tupdesc;
@@ -425,7 +498,7 @@ bulkhead_classify(PG_FUNCTION_ARGS)
 	bulkhead_check_loaded();
 	bulkhead_classify_session(&class);
 	bulkhead_publish_classification(&class);
-	return classification_row(fcinfo, class.workload, source_name(class.source),
+	return bulkhead_classification_row(fcinfo, class.workload, source_name(class.source),
 							  class.position,
 							  class.source == BULKHEAD_CLASS_RULE);
 }
@@ -458,7 +531,7 @@ bulkhead_classify_pid(PG_FUNCTION_ARGS)
 	proc = BackendPidGetProc(pid);
 	procno = proc ? BULKHEAD_PROCNO(proc) : -1;
 	if (procno < 0 || procno >= bulkhead_rules->nrecords)
-		return classification_row(fcinfo, NULL, NULL, 0, false);
+		return bulkhead_classification_row(fcinfo, NULL, NULL, 0, false);
 
 	record = &bulkhead_rules->records[procno];
 	for (;;)
@@ -480,8 +553,8 @@ bulkhead_classify_pid(PG_FUNCTION_ARGS)
 	workload[NAMEDATALEN - 1] = '\0';
 
 	if (record_pid != pid)
-		return classification_row(fcinfo, NULL, NULL, 0, false);
-	return classification_row(fcinfo, workload,
+		return bulkhead_classification_row(fcinfo, NULL, NULL, 0, false);
+	return bulkhead_classification_row(fcinfo, workload,
 							  source_name((BulkheadClassSource) source),
 							  position, source == BULKHEAD_CLASS_RULE);
 }

@@ -12,6 +12,10 @@
  *   and rules[].  The worker takes it exclusively to replace the set, a
  *   backend shared to copy the set; nothing else is done under it (no
  *   catalog access, no error can be thrown while it is held).
+ * - nstatement (atomic) is written by the worker under lock held
+ *   exclusively, with rules[]; a backend reads it without the lock, as a
+ *   hint that there is no statement rule to look at (generation tells it
+ *   when its own copy of them is stale).
  * - generation (atomic) is bumped by the worker, under lock held
  *   exclusively, after rules[] changed; a backend compares it without the
  *   lock to tell whether its cached classification may be stale, and reads
@@ -36,11 +40,28 @@
 
 #include "shmem.h"
 
+#include "fmgr.h"
 #include "port/atomics.h"
 #include "storage/lwlock.h"
 #include "utils/inet.h"
 
-/* One row of bulkhead_rule; a "has_" flag false means NULL (any) */
+/*
+ * The kinds of statement a statement rule's command names (1.3), one bit
+ * each: a plannable statement's commandType, or any utility.
+ */
+#define BULKHEAD_CMD_SELECT		0x01
+#define BULKHEAD_CMD_INSERT		0x02
+#define BULKHEAD_CMD_UPDATE		0x04
+#define BULKHEAD_CMD_DELETE		0x08
+#define BULKHEAD_CMD_MERGE		0x10
+#define BULKHEAD_CMD_UTILITY	0x20
+
+/*
+ * One row of bulkhead_rule; a "has_" flag false means NULL (any).  A rule
+ * with min_cost or command (1.3) is a statement rule: it chooses the lane
+ * of a statement, by its kind and planned cost, among the sessions its
+ * other columns match.
+ */
 typedef struct BulkheadRule
 {
 	int32		position;
@@ -48,6 +69,9 @@ typedef struct BulkheadRule
 	bool		has_database;
 	bool		has_application_name;
 	bool		has_client_addr;
+	bool		has_min_cost;
+	uint8		commands;		/* BULKHEAD_CMD_* bits; 0: any (NULL) */
+	double		min_cost;
 	char		role[NAMEDATALEN];
 	char		database[NAMEDATALEN];
 	char		application_name[NAMEDATALEN];	/* a LIKE pattern */
@@ -70,6 +94,8 @@ typedef struct BulkheadRuleSet
 	LWLock	   *lock;
 	int			max_rules;		/* bulkhead.max_rules */
 	pg_atomic_uint64 generation;
+	pg_atomic_uint32 nstatement;	/* statement rules among rules[]: 0 lets a
+									 * statement skip them without a lock */
 	pg_atomic_uint64 evaluations;
 	int			nrecords;		/* PGPROCs covered by records */
 	BulkheadClassRecord *records;	/* each written by its owner only */
@@ -112,8 +138,29 @@ extern void bulkhead_rules_shmem_startup(void);
 /* The worker (loader.c): replace the rule set with the rows it read */
 extern void bulkhead_rules_apply(const BulkheadRuleList *list);
 
+static inline bool
+bulkhead_is_statement_rule(const BulkheadRule *rule)
+{
+	return rule->has_min_cost || rule->commands != 0;
+}
+
+/*
+ * The statement rules whose other columns match this session, in position
+ * order (this session's copy, valid until the next call); *n = 0 when there
+ * are none, or the session is exempt.
+ */
+extern const BulkheadRule *bulkhead_statement_rules(int *n);
+extern uint64 bulkhead_statement_rules_version(void);
+
 /* A backend: the classification of its next transaction, and publishing it */
 extern void bulkhead_classify_session(BulkheadClassification *out);
 extern void bulkhead_publish_classification(const BulkheadClassification *class);
+
+/* The SQL functions' row, and bulkhead_classify() (lanes.c answers with them) */
+extern Datum bulkhead_classification_row(FunctionCallInfo fcinfo,
+										 const char *workload,
+										 const char *source, int32 position,
+										 bool has_position);
+extern PGDLLEXPORT Datum bulkhead_classify(PG_FUNCTION_ARGS);
 
 #endif							/* BULKHEAD_RULES_H */

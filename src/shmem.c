@@ -154,6 +154,8 @@ bulkhead_shmem_startup(void)
 		pg_atomic_init_u32(&shared->prepared_change, 0);
 		shared->worker_procno = -1;
 		pg_atomic_init_u32(&shared->deadlock_checker, 0);
+		pg_atomic_init_u32(&shared->planning_lanes, 0);
+		pg_atomic_init_u64(&shared->loads, 0);
 
 		ptr = (char *) shared + MAXALIGN(sizeof(BulkheadShared));
 		shared->slots = (BulkheadSlot *) ptr;

@@ -33,6 +33,7 @@
  *   shared: config_requested, prepared_change atomic            shmem.c
  *   shared: worker_procno                     none (see below)  shmem.c
  *   shared: deadlock_checker                  atomic            deadlock.c
+ *   shared: planning_lanes (a hint), loads    atomic            loader.c
  *   shared: sizes, lock pointers, arrays      set at start      shmem.c
  *
  * Other modules read under the lock named, and call the owner to change
@@ -128,6 +129,39 @@ typedef enum BulkheadEntryState
 	BULKHEAD_ENTRY_GRANTED		/* linked in slot->holders */
 } BulkheadEntryState;
 
+/*
+ * Lanes (1.3, caps.c): the settings a workload caps for the statements run
+ * while one of its permits is held.  One bit of mask per setting capped;
+ * values in the setting's base unit (kB for memory, a count of workers,
+ * the multiplier, 0 for jit = off).  A lane that sets temp_file_limit = -1
+ * or jit = on caps nothing there (its bit stays clear).
+ */
+typedef enum BulkheadCapSetting
+{
+	BULKHEAD_CAP_WORK_MEM = 0,
+	BULKHEAD_CAP_HASH_MEM_MULTIPLIER,
+	BULKHEAD_CAP_MAINTENANCE_WORK_MEM,
+	BULKHEAD_CAP_TEMP_FILE_LIMIT,
+	BULKHEAD_CAP_PARALLEL_PER_GATHER,
+	BULKHEAD_CAP_PARALLEL_MAINTENANCE,
+	BULKHEAD_CAP_JIT,
+	BULKHEAD_NUM_CAPS
+} BulkheadCapSetting;
+
+/* The caps that change how a statement is planned, not only run */
+#define BULKHEAD_PLANNING_CAPS \
+	((1 << BULKHEAD_CAP_WORK_MEM) | (1 << BULKHEAD_CAP_HASH_MEM_MULTIPLIER) | \
+	 (1 << BULKHEAD_CAP_PARALLEL_PER_GATHER) | (1 << BULKHEAD_CAP_JIT))
+
+typedef struct BulkheadCaps
+{
+	uint8		mask;			/* 1 << BulkheadCapSetting per setting capped */
+	double		value[BULKHEAD_NUM_CAPS];
+} BulkheadCaps;
+
+/* The longest value of a lane setting, as written, that is kept */
+#define BULKHEAD_CAP_TEXTLEN	32
+
 /* A workload's configuration, as the worker read it from the table */
 typedef struct BulkheadConfig
 {
@@ -159,6 +193,8 @@ typedef struct BulkheadConfig
 								 * passed over; 0: strict FIFO */
 	int			max_running_per_key;	/* 1.2: 0: no cap */
 	int			max_queued_per_key; /* 1.2: -1: no cap */
+	BulkheadCaps caps;			/* 1.3: the lane's settings */
+	char		cap_text[BULKHEAD_NUM_CAPS][BULKHEAD_CAP_TEXTLEN];	/* as written */
 } BulkheadConfig;
 
 /* What the worker does to a holder past max_hold (runaway holders, 1.2) */
@@ -336,6 +372,11 @@ typedef struct BulkheadShared
 	int			worker_procno;	/* -1 when no worker runs */
 	pg_atomic_uint32 deadlock_checker;	/* procno + 1 of the backend that
 										 * runs a deadlock check, or 0 */
+	pg_atomic_uint32 planning_lanes;	/* 1.3: workloads whose settings
+										 * cap what the planner uses */
+	pg_atomic_uint64 loads;		/* 1.3: the worker's loads, counted (a
+								 * backend's cache of workloads' caps is
+								 * stale when it moved) */
 	BulkheadSlot *slots;		/* nslots */
 	BulkheadEntry *entries;		/* nbackends * permits_per_backend */
 	BulkheadMoved *moved;		/* one per entry */

@@ -259,16 +259,50 @@ bulkhead_slot_time_out(BulkheadSlot *slot, BulkheadEntry *entry)
 }
 
 /*
+ * A statement's move to another lane (1.3) left leaf (out) or was granted
+ * in leaf (in): bulkhead_budget_adjust counted a release or a grant at the
+ * budgets above, which count a move instead, as the leaf does.  (A budget
+ * above both ends counts both, moved_out and moved_in: the two ends are
+ * changed under two locks, one after the other.)
+ */
+static void
+count_lane_move(BulkheadSlot *leaf, bool out)
+{
+	BulkheadSlot *budget;
+
+	for (budget = leaf; budget->parent >= 0;)
+	{
+		budget = &bulkhead_shared->slots[budget->parent];
+		if (out)
+		{
+			budget->stats.released--;
+			budget->stats.moved_out++;
+		}
+		else
+		{
+			budget->stats.acquired--;
+			budget->stats.moved_in++;
+		}
+	}
+}
+
+/*
  * A holder returns its permit (held since entry->since, returned at now):
  * the next waiter, if any, is served.  Returns whether the slot drained.
  */
 bool
 bulkhead_slot_release(BulkheadSlot *slot, BulkheadEntry *entry,
-					  TimestampTz now, BulkheadWakeups *wakeups)
+					  TimestampTz now, BulkheadWakeups *wakeups, bool moved)
 {
-	slot->stats.released++;
+	/* a statement's move to another lane (1.3) is no release of the work */
+	if (unlikely(moved))
+		slot->stats.moved_out++;
+	else
+		slot->stats.released++;
 	bulkhead_stats_add_hold(&slot->stats, now > entry->since ? now - entry->since : 0);
 	unlink_entry(slot, entry);
+	if (unlikely(moved) && bulkhead_in_tree(slot))
+		count_lane_move(slot, true);
 	if (waiters_to_serve(slot))
 		bulkhead_slot_serve(slot, wakeups);
 	return slot_drained(slot);
@@ -391,6 +425,29 @@ bulkhead_slot_move(BulkheadSlot *from, BulkheadSlot *to, int tono,
 	if (bulkhead_in_tree(from) || bulkhead_in_tree(to))
 		bulkhead_budget_count_move(from, to);
 	bulkhead_slot_serve(from, wakeups);
+}
+
+/*
+ * entry (this backend's, just linked into slot, waiting or granted) is the
+ * permit a statement moved from workload from (1.3, lanes): it shows where
+ * it came from in bulkhead_activity, and its grant counts as moved_in, not
+ * acquired (its old workload counted moved_out).  Caller holds slot->lock.
+ */
+void
+bulkhead_slot_note_moved(BulkheadSlot *slot, BulkheadEntry *entry,
+						 const char *from)
+{
+	BulkheadMoved *moved = &bulkhead_shared->moved[entry_index(entry)];
+
+	moved->since = entry->since;
+	strlcpy(moved->from, from, NAMEDATALEN);
+	if (entry->state == BULKHEAD_ENTRY_GRANTED)
+	{
+		slot->stats.acquired--;
+		slot->stats.moved_in++;
+		if (bulkhead_in_tree(slot))
+			count_lane_move(slot, false);
+	}
 }
 
 /* A new limit: raising it serves the queue now; lowering preempts no one */

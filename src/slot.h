@@ -51,7 +51,10 @@ extern void bulkhead_slot_link_slow(BulkheadSlot *slot, BulkheadEntry *entry,
 extern void bulkhead_slot_count_grant(BulkheadSlot *slot, BulkheadEntry *entry);
 extern void bulkhead_slot_time_out(BulkheadSlot *slot, BulkheadEntry *entry);
 extern bool bulkhead_slot_release(BulkheadSlot *slot, BulkheadEntry *entry,
-								  TimestampTz now, BulkheadWakeups *wakeups);
+								  TimestampTz now, BulkheadWakeups *wakeups,
+								  bool moved);
+extern void bulkhead_slot_note_moved(BulkheadSlot *slot, BulkheadEntry *entry,
+									 const char *from);
 extern bool bulkhead_slot_cancel_wait(BulkheadSlot *slot, BulkheadEntry *entry,
 									  BulkheadWakeups *wakeups);
 extern bool bulkhead_slot_end_wait_deadlocked(BulkheadSlot *slot,

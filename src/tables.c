@@ -17,6 +17,7 @@
  *-------------------------------------------------------------------------
  */
 #include "tables.h"
+#include "caps.h"
 #include "catalog.h"
 
 #include "catalog/pg_type.h"
@@ -24,6 +25,7 @@
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/float.h"
 #include "utils/inet.h"
 #include "utils/snapmgr.h"
 
@@ -100,6 +102,15 @@ read_row(HeapTuple tuple, TupleDesc desc, WorkloadRow *row)
 	if (isnull)
 		c->max_queued_per_key = -1; /* no cap */
 
+	/* 1.3: the lane's settings (checked when written; a bad one is left out) */
+	{
+		Datum		settings = SPI_getbinval(tuple, desc, 21, &isnull);
+
+		if (!isnull)
+			bulkhead_caps_parse(DatumGetArrayTypeP(settings), row->name, WARNING,
+								&c->caps, c->cap_text);
+	}
+
 	roles = SPI_getbinval(tuple, desc, 9, &isnull);
 	if (!isnull)
 	{
@@ -120,8 +131,8 @@ read_row(HeapTuple tuple, TupleDesc desc, WorkloadRow *row)
 /*
  * The columns read from bulkhead_workload, in the order of the query in
  * read_table; adaptive and min_running are new in 1.1 (adaptive limits),
- * the last nine in 1.2 (shared budgets, runaway holders, max_bypass,
- * tenants).
+ * the next nine in 1.2 (shared budgets, runaway holders, max_bypass,
+ * tenants), settings in 1.3 (lanes).
  */
 static const struct
 {
@@ -148,11 +159,12 @@ static const struct
 	{"move_to", TEXTOID},
 	{"max_bypass", INTERVALOID},
 	{"max_running_per_key", INT4OID},
-	{"max_queued_per_key", INT4OID}
+	{"max_queued_per_key", INT4OID},
+	{"settings", TEXTARRAYOID}
 };
 
 #define NUM_WORKLOAD_COLUMNS	((int) lengthof(workload_columns))
-#define NUM_1_0_COLUMNS			(NUM_WORKLOAD_COLUMNS - 11)
+#define NUM_1_0_COLUMNS			(NUM_WORKLOAD_COLUMNS - 12)
 
 /*
  * Has the extension's table the columns of 1.1's adaptive limit?  An
@@ -187,7 +199,7 @@ check_1_2_columns(Oid relid)
 
 	if (!bulkhead_check_column(relid, "parent", TEXTOID, true))
 		return false;
-	for (i = NUM_WORKLOAD_COLUMNS - 8; i < NUM_WORKLOAD_COLUMNS; i++)
+	for (i = NUM_WORKLOAD_COLUMNS - 9; i < NUM_WORKLOAD_COLUMNS - 1; i++)
 		(void) bulkhead_check_column(relid, workload_columns[i].name,
 									 workload_columns[i].type, false);
 	return true;
@@ -252,6 +264,81 @@ text_column(HeapTuple tuple, TupleDesc desc, int col, char *buf)
 	return true;
 }
 
+/*
+ * A rule's min_cost and command (columns 7 and 8; 1.3), checked when
+ * written: a kind not known here matches nothing.
+ */
+static void
+read_statement_columns(HeapTuple tuple, TupleDesc desc, BulkheadRule *rule)
+{
+	static const char *const kinds[] = {"select", "insert", "update", "delete",
+	"merge", "utility"};
+	bool		isnull;
+	Datum		d;
+
+	d = SPI_getbinval(tuple, desc, 7, &isnull);
+	if (!isnull)
+	{
+		rule->has_min_cost = true;
+		rule->min_cost = DatumGetFloat8(d);
+	}
+	d = SPI_getbinval(tuple, desc, 8, &isnull);
+	if (!isnull)
+	{
+		Datum	   *elems;
+		bool	   *nulls;
+		int			n;
+		int			i;
+		int			k;
+
+		deconstruct_array(DatumGetArrayTypeP(d), TEXTOID, -1, false,
+						  TYPALIGN_INT, &elems, &nulls, &n);
+		for (i = 0; i < n; i++)
+		{
+			char	   *kind;
+
+			if (nulls[i])
+				continue;
+			kind = TextDatumGetCString(elems[i]);
+			for (k = 0; k < (int) lengthof(kinds); k++)
+				if (strcmp(kind, kinds[k]) == 0)
+					rule->commands |= 1 << k;
+		}
+		/* an array with no kind known matches no statement */
+		if (rule->commands == 0)
+		{
+			rule->has_min_cost = true;
+			rule->min_cost = get_float8_infinity();
+		}
+	}
+}
+
+/* One row of bulkhead_rule, as the query below reads it */
+static void
+read_rule(HeapTuple tuple, TupleDesc desc, BulkheadRule *rule)
+{
+	bool		isnull;
+	Datum		addr;
+
+	rule->position = DatumGetInt32(SPI_getbinval(tuple, desc, 1, &isnull));
+	rule->has_role = text_column(tuple, desc, 2, rule->role);
+	rule->has_database = text_column(tuple, desc, 3, rule->database);
+	rule->has_application_name = text_column(tuple, desc, 4,
+											 rule->application_name);
+	addr = SPI_getbinval(tuple, desc, 5, &isnull);
+	if (!isnull)
+	{
+		inet	   *value = DatumGetInetP(addr);	/* 4-byte header */
+
+		if (VARSIZE(value) > sizeof(inet))
+			elog(ERROR, "unexpected size of an inet value");
+		memcpy(&rule->client_addr, value, VARSIZE(value));
+		rule->has_client_addr = true;
+	}
+	(void) text_column(tuple, desc, 6, rule->workload);
+	read_statement_columns(tuple, desc, rule);
+}
+
 /* The columns read from bulkhead_rule, in the order of the query below */
 static const struct
 {
@@ -264,10 +351,14 @@ static const struct
 	{"database", TEXTOID},
 	{"application_name", TEXTOID},
 	{"client_addr", INETOID},
-	{"workload", TEXTOID}
+	{"workload", TEXTOID},
+	{"min_cost", FLOAT8OID},
+	{"command", TEXTARRAYOID}
 };
 
+/* the columns checked for every version; the last two are 1.3's */
 #define NUM_RULE_COLUMNS	((int) lengthof(rule_columns))
+#define NUM_1_1_RULE_COLUMNS	(NUM_RULE_COLUMNS - 2)
 
 /*
  * Read bulkhead_rule of the extension, if it has one: only its own table
@@ -286,6 +377,7 @@ read_rules(const BulkheadExtension *ext, MemoryContext cxt,
 	StringInfoData query;
 	Oid			relid;
 	Oid			types[NUM_RULE_COLUMNS];
+	bool		statement;
 	int			n;
 	int			i;
 
@@ -300,16 +392,24 @@ read_rules(const BulkheadExtension *ext, MemoryContext cxt,
 
 	for (i = 0; i < NUM_RULE_COLUMNS; i++)
 	{
-		(void) bulkhead_check_column(relid, rule_columns[i].name,
-									 rule_columns[i].type, false);
+		if (i < NUM_1_1_RULE_COLUMNS)
+			(void) bulkhead_check_column(relid, rule_columns[i].name,
+										 rule_columns[i].type, false);
 		types[i] = rule_columns[i].type;
 	}
+
+	/* 1.3: statement rules */
+	statement = bulkhead_check_column(relid, "min_cost", FLOAT8OID, true);
+	if (statement)
+		(void) bulkhead_check_column(relid, "command", TEXTARRAYOID, false);
 
 	/* the columns' types are all of pg_catalog: their ordering is too */
 	initStringInfo(&query);
 	appendStringInfo(&query,
 					 "SELECT position, role, database, application_name,"
-					 " client_addr, workload FROM %s ORDER BY position",
+					 " client_addr, workload, %s FROM %s ORDER BY position",
+					 statement ? "min_cost, command" :
+					 "NULL::pg_catalog.float8, NULL::pg_catalog.text[]",
 					 bulkhead_qualified_table_name(relid));
 	if (SPI_execute(query.data, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read table \"bulkhead_rule\"");
@@ -333,30 +433,7 @@ read_rules(const BulkheadExtension *ext, MemoryContext cxt,
 
 	out->rules = MemoryContextAllocZero(cxt, sizeof(BulkheadRule) * Max(n, 1));
 	for (i = 0; i < n; i++)
-	{
-		HeapTuple	tuple = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		BulkheadRule *rule = &out->rules[i];
-		bool		isnull;
-		Datum		addr;
-
-		rule->position = DatumGetInt32(SPI_getbinval(tuple, desc, 1, &isnull));
-		rule->has_role = text_column(tuple, desc, 2, rule->role);
-		rule->has_database = text_column(tuple, desc, 3, rule->database);
-		rule->has_application_name = text_column(tuple, desc, 4,
-												 rule->application_name);
-		addr = SPI_getbinval(tuple, desc, 5, &isnull);
-		if (!isnull)
-		{
-			inet	   *value = DatumGetInetP(addr);	/* 4-byte header */
-
-			if (VARSIZE(value) > sizeof(inet))
-				elog(ERROR, "unexpected size of an inet value");
-			memcpy(&rule->client_addr, value, VARSIZE(value));
-			rule->has_client_addr = true;
-		}
-		(void) text_column(tuple, desc, 6, rule->workload);
-	}
+		read_rule(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, &out->rules[i]);
 	out->nrules = n;
 }
 
@@ -374,6 +451,7 @@ read_workloads(const BulkheadExtension *ext, MemoryContext cxt,
 	Oid			types[NUM_WORKLOAD_COLUMNS];
 	bool		adaptive;
 	bool		budgets;
+	bool		lanes;
 	StringInfoData query;
 	WorkloadRow *rows;
 	int			nrows;
@@ -386,6 +464,7 @@ read_workloads(const BulkheadExtension *ext, MemoryContext cxt,
 				 errhint("Drop and re-create the extension.")));
 	adaptive = check_workload_columns(relid);
 	budgets = check_1_2_columns(relid);
+	lanes = bulkhead_check_column(relid, "settings", TEXTARRAYOID, true);
 	for (i = 0; i < NUM_WORKLOAD_COLUMNS; i++)
 		types[i] = workload_columns[i].type;
 	/* the queries' intervals are read as float8 */
@@ -402,7 +481,7 @@ read_workloads(const BulkheadExtension *ext, MemoryContext cxt,
 					 " pg_catalog.ceil(EXTRACT(epoch FROM statement_timeout) OPERATOR(pg_catalog.*) 1000)::pg_catalog.float8,"
 					 " pg_catalog.ceil(EXTRACT(epoch FROM lock_timeout) OPERATOR(pg_catalog.*) 1000)::pg_catalog.float8,"
 					 " pg_catalog.ceil(EXTRACT(epoch FROM idle_timeout) OPERATOR(pg_catalog.*) 1000)::pg_catalog.float8,"
-					 " mode OPERATOR(pg_catalog.=) 'shadow'::pg_catalog.text, roles, %s, %s"
+					 " mode OPERATOR(pg_catalog.=) 'shadow'::pg_catalog.text, roles, %s, %s, %s"
 					 " FROM %s ORDER BY name",
 					 adaptive ? "adaptive, min_running" :
 					 "false, 1",
@@ -414,6 +493,7 @@ read_workloads(const BulkheadExtension *ext, MemoryContext cxt,
 					 "NULL::pg_catalog.text, 0, 100, NULL::pg_catalog.float8,"
 					 " 'log'::pg_catalog.text, NULL::pg_catalog.text, NULL::pg_catalog.float8,"
 					 " NULL::pg_catalog.int4, NULL::pg_catalog.int4",
+					 lanes ? "settings" : "NULL::pg_catalog.text[]",
 					 bulkhead_qualified_table_name(relid));
 	if (SPI_execute(query.data, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read table \"bulkhead_workload\"");

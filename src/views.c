@@ -14,11 +14,13 @@
  *-------------------------------------------------------------------------
  */
 #include "functions.h"
+#include "caps.h"
 #include "entry_list.h"
 #include "slot.h"
 #include "budget.h"
 
 #include "catalog/pg_authid.h"
+#include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -31,6 +33,7 @@
 PG_FUNCTION_INFO_V1(bulkhead_stats);
 PG_FUNCTION_INFO_V1(bulkhead_activity);
 PG_FUNCTION_INFO_V1(bulkhead_keys);
+PG_FUNCTION_INFO_V1(bulkhead_lane_settings);
 PG_FUNCTION_INFO_V1(bulkhead_stats_reset_all);
 PG_FUNCTION_INFO_V1(bulkhead_stats_reset);
 
@@ -103,6 +106,25 @@ scope_name(uint8 scope)
 		default:
 			return "auto";
 	}
+}
+
+/* A lane's settings as a text[] of 'name=value' (NULL: none) */
+static Datum
+settings_datum(const BulkheadConfig *config, bool *isnull)
+{
+	Datum		elems[BULKHEAD_NUM_CAPS];
+	int			n = 0;
+	int			i;
+
+	for (i = 0; i < BULKHEAD_NUM_CAPS; i++)
+		if (config->cap_text[i][0] != '\0')
+			elems[n++] = CStringGetTextDatum(psprintf("%s=%s", bulkhead_cap_name(i),
+													  config->cap_text[i]));
+	*isnull = n == 0;
+	if (n == 0)
+		return (Datum) 0;
+	return PointerGetDatum(construct_array(elems, n, TEXTOID, -1, false,
+										   TYPALIGN_INT));
 }
 
 /*
@@ -250,8 +272,8 @@ copy_list(BulkheadEntryList *list, bool running, ActivityRow *rows, int n)
 		if (bulkhead_entry_key(entry) != BULKHEAD_NO_KEY)
 			strlcpy(rows[n].key, bulkhead_key_at(bulkhead_entry_key(entry))->name,
 					sizeof(rows[n].key));
-		if (running &&
-			bulkhead_shared->moved[entry_index(entry)].since == entry->since)
+		/* moved by max_hold, or (1.3) by a statement's lane, queued or not */
+		if (bulkhead_shared->moved[entry_index(entry)].since == entry->since)
 			strlcpy(rows[n].moved_from,
 					bulkhead_shared->moved[entry_index(entry)].from, NAMEDATALEN);
 		n++;
@@ -470,4 +492,44 @@ bulkhead_stats_reset(PG_FUNCTION_ARGS)
 			(errcode(ERRCODE_UNDEFINED_OBJECT),
 			 errmsg("workload \"%s\" does not exist", name)));
 	PG_RETURN_VOID();
+}
+
+/*
+ * bulkhead_lane_settings() (1.3): each defined workload's settings, for
+ * the view bulkhead_stats, which joins them to bulkhead_stats() (whose
+ * columns stay those of 1.2, so an update keeps the view's privileges).
+ */
+Datum
+bulkhead_lane_settings(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int			i;
+
+	bulkhead_check_loaded();
+	InitMaterializedSRF(fcinfo, 0);
+	for (i = 0; i < bulkhead_shared->nslots; i++)
+	{
+		BulkheadSlot *slot = &bulkhead_shared->slots[i];
+		char		name[NAMEDATALEN];
+		BulkheadConfig *config = palloc(sizeof(BulkheadConfig));
+		Datum		values[2];
+		bool		nulls[2] = {0};
+
+		bulkhead_slot_lock(slot, LW_SHARED);
+		if (!slot->in_use || !slot->defined)
+		{
+			LWLockRelease(slot->lock);
+			pfree(config);
+			continue;
+		}
+		strlcpy(name, slot->name, NAMEDATALEN);
+		memcpy(config->cap_text, slot->config.cap_text, sizeof(config->cap_text));
+		LWLockRelease(slot->lock);
+
+		values[0] = CStringGetTextDatum(name);
+		values[1] = settings_datum(config, &nulls[1]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		pfree(config);
+	}
+	return (Datum) 0;
 }

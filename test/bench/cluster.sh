@@ -7,7 +7,11 @@
 # BENCH_UNDER set (say "valgrind --tool=callgrind ..."), the server runs
 # under that command.  With BENCH_HUGE_PAGES=on, the server runs with
 # huge_pages = on, in 2 MB pages that bench_cluster_start reserves
-# (vm.nr_hugepages) and bench_finish gives back.
+# (vm.nr_hugepages) and bench_finish gives back.  BENCH_EXTENSION_VERSION
+# creates the extension at that version (a library of an older release
+# serves only its own); BENCH_PRELOAD=0 starts the server without bulkhead
+# (shared_preload_libraries empty, no extension): what a statement costs
+# without it.
 
 BENCH_DIR=
 BENCH_PORT=
@@ -113,7 +117,7 @@ bench_cluster_stop() {
 
 # bench_cluster_start [extra postgresql.conf lines...]
 bench_cluster_start() {
-    local line
+    local line create
     BENCH_DIR=$(bh_mktemp_dir bulkhead-bench)
     chown postgres "$BENCH_DIR"
     trap bench_finish EXIT
@@ -126,6 +130,7 @@ bench_cluster_start() {
     done
     BENCH_CONF=("shared_preload_libraries = 'bulkhead'" "bulkhead.database = 'postgres'"
                 "synchronous_commit = off" "shared_buffers = '256MB'" "$@")
+    [ "${BENCH_PRELOAD:-1}" = 1 ] || BENCH_CONF[0]="shared_preload_libraries = ''"
     [ "${BENCH_HUGE_PAGES:-}" != on ] || BENCH_CONF+=("huge_pages = on")
     {
         echo "port = $BENCH_PORT"
@@ -155,7 +160,10 @@ bench_cluster_start() {
             { tail -20 "$BENCH_DIR/server.log"; bh_die "server did not start"; }
     fi
     BENCH_PID=$(head -n 1 "$BENCH_DIR/data/postmaster.pid")
-    bench_psql -c "CREATE EXTENSION bulkhead" >/dev/null
+    [ "${BENCH_PRELOAD:-1}" = 1 ] || return 0
+    create="CREATE EXTENSION bulkhead"
+    [ -z "${BENCH_EXTENSION_VERSION:-}" ] || create+=" VERSION '$BENCH_EXTENSION_VERSION'"
+    bench_psql -c "$create" >/dev/null
 }
 
 # the settings the cluster runs with, beyond initdb's, as one markdown line

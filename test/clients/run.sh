@@ -7,7 +7,8 @@
 # JUnit 5, psycopg 3 and its pool, pytest, PgBouncer), builds and installs
 # the extension from a copy of the tree, starts a throwaway preloaded cluster
 # on loopback as the postgres user (test/bench/cluster.sh), and runs:
-#   java/       the Bulkhead helper (JDBC + HikariCP), JUnit 5
+#   java/       the Bulkhead helper (JDBC + HikariCP), JUnit 5; 1.3's lanes
+#               through pgJDBC (LaneTest: the extended protocol, autosave)
 #   python/     bulkhead.admit() (psycopg 3 + psycopg_pool), pytest
 #   pgbouncer/  pgbench through PgBouncer in transaction pooling, and what a
 #               session permit does there
@@ -162,6 +163,7 @@ java_tests() {
     mkdir -p "$out/classes"
     if ! javac -Xlint:all -Werror -d "$out/classes" -cp "$cp" \
             "$HERE/java/src/bulkhead/Bulkhead.java" "$HERE/java/test/bulkhead/BulkheadTest.java" \
+            "$HERE/java/test/bulkhead/LaneTest.java" \
             >"$out/javac.log" 2>&1; then
         cat "$out/javac.log"
         fail "java: compile"
@@ -170,7 +172,7 @@ java_tests() {
     run_child timeout -k 10 150 java -Dorg.slf4j.simpleLogger.defaultLogLevel=warn \
         -Dbulkhead.jdbc.url="$JDBC_URL" -Dbulkhead.pgbouncer.url="$JDBC_PGB_URL" \
         -jar "$JAVA_LIB/junit-platform-console-standalone.jar" \
-        -cp "$out/classes:$cp" --select-class bulkhead.BulkheadTest \
+        -cp "$out/classes:$cp" --select-class bulkhead.BulkheadTest --select-class bulkhead.LaneTest \
         --disable-banner --disable-ansi-colors --details=summary \
         --reports-dir="$out/reports" >"$out/junit.log" 2>&1
     rc=$?

@@ -1129,19 +1129,6 @@ monitor_main(void *arg)
 /*---- set-up and the end ----*/
 
 static void
-setup_exec(PGconn *conn, const char *sql)
-{
-	PGresult   *res = PQexec(conn, sql);
-
-	if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK)
-	{
-		fprintf(stderr, "bulkhead_stress: set-up failed: %s: %s", sql, PQresultErrorMessage(res));
-		exit(2);
-	}
-	PQclear(res);
-}
-
-static void
 setup_tree(PGconn *conn)
 {
 	char		sql[512];
@@ -1150,7 +1137,7 @@ setup_tree(PGconn *conn)
 	int			i;
 	Row			rows[NW];
 
-	setup_exec(conn, "DELETE FROM bulkhead_workload WHERE name ~ '^b[st]_'");
+	tc_setup_exec(conn, "DELETE FROM bulkhead_workload WHERE name ~ '^b[st]_'");
 	/* parents first: roots, then their children, then theirs */
 	for (depth = 0; depth < 3; depth++)
 		for (w = 0; w < NW; w++)
@@ -1172,7 +1159,7 @@ setup_tree(PGconn *conn)
 					 " parent, reserved, weight) VALUES ('%s', %d, %d, '%d ms', %s, %d, %d)",
 					 wname[w], initial_cfg[w].max_running, initial_cfg[w].max_queued,
 					 LEAF_QUEUE_TIMEOUT_MS, parent, initial_cfg[w].reserved, initial_cfg[w].weight);
-			setup_exec(conn, sql);
+			tc_setup_exec(conn, sql);
 		}
 	for (i = 0; i < 1000; i++)
 	{
@@ -1200,7 +1187,6 @@ check_end(PGconn *conn)
 	int			i;
 	int			w;
 	bool		idle = false;
-	PGresult   *res;
 
 	for (i = 0; i < 1000; i++)
 	{
@@ -1220,13 +1206,7 @@ check_end(PGconn *conn)
 			if (rows[w].running != 0 || rows[w].queued != 0)
 				tc_violation(V_END, "%s: running %d, queued %d 10 s after the clients ended",
 						  wname[w], rows[w].running, rows[w].queued);
-	res = PQexec(conn, "SELECT count(*) FROM bulkhead_activity WHERE workload ~ '^b[st]_'");
-	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-		tc_tool_error("end: %s", PQresultErrorMessage(res));
-	else if (atoi(PQgetvalue(res, 0, 0)) != 0)
-		tc_violation(V_END, "%s rows of bulkhead_activity left after the clients ended",
-				  PQgetvalue(res, 0, 0));
-	PQclear(res);
+	tc_no_activity_left(conn, "'^b[st]_'", V_END);
 	read_rows(conn, rows);
 	printf("\n%-8s %-8s %5s %3s %6s %10s %10s\n", "workload", "parent", "limit", "r", "weight",
 		   "acquired", "released");

@@ -32,4 +32,8 @@ extern int	hold_stress_main(int clients, int seconds, const char *conninfo,
 extern int	tenant_stress_main(int clients, int seconds, const char *conninfo,
 							   uint64_t seed);
 
+/* Run the lanes mode (lane_modes.c); seed 0 takes one from the clock */
+extern int	lane_stress_main(int clients, int seconds, const char *conninfo,
+							 uint64_t seed);
+
 #endif							/* DEADLOCK_MODES_H */

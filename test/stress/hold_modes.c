@@ -1147,19 +1147,6 @@ monitor_main(void *arg)
 /*---- set-up and the end ----*/
 
 static void
-setup_exec(PGconn *conn, const char *sql)
-{
-	PGresult   *res = PQexec(conn, sql);
-
-	if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK)
-	{
-		fprintf(stderr, "bulkhead_stress: set-up failed: %s: %s", sql, PQresultErrorMessage(res));
-		exit(2);
-	}
-	PQclear(res);
-}
-
-static void
 setup_workloads(PGconn *conn)
 {
 	char		sql[768];
@@ -1168,7 +1155,7 @@ setup_workloads(PGconn *conn)
 	Row			rows[NW];
 	bool		loaded = false;
 
-	setup_exec(conn, "DELETE FROM bulkhead_workload WHERE name ~ " WORKLOAD_PATTERN);
+	tc_setup_exec(conn, "DELETE FROM bulkhead_workload WHERE name ~ " WORKLOAD_PATTERN);
 	for (i = 0; i < NW; i++)
 	{
 		const Cfg  *c;
@@ -1190,7 +1177,7 @@ setup_workloads(PGconn *conn)
 				 wname[w], c->max_running, c->max_queued, QUEUE_TIMEOUT_MS,
 				 w == W_SLOW ? "'" SLOW_STATEMENT_TIMEOUT "'" : "NULL", parent, c->reserved,
 				 mh, action_name[c->action], mt);
-		setup_exec(conn, sql);
+		tc_setup_exec(conn, sql);
 		hold_ms_now[w] = c->max_hold_ms;
 	}
 	for (i = 0; i < 1000 && !loaded; i++)
@@ -1212,7 +1199,7 @@ setup_workloads(PGconn *conn)
 	{
 		/* the counts of an earlier run of the same names, if any */
 		snprintf(sql, sizeof(sql), "SELECT bulkhead_stats_reset('%s')", wname[w]);
-		setup_exec(conn, sql);
+		tc_setup_exec(conn, sql);
 	}
 	if (!read_rows(conn, rows))
 		exit(2);
@@ -1233,7 +1220,6 @@ check_end(PGconn *conn, Row *rows)
 	int			i;
 	int			w;
 	bool		idle = false;
-	PGresult   *res;
 	long		acq = 0,
 				rel = 0,
 				in = 0,
@@ -1259,13 +1245,7 @@ check_end(PGconn *conn, Row *rows)
 			if (rows[w].running != 0 || rows[w].queued != 0)
 				tc_violation(V_END, "%s: running %d, queued %d 10 s after the clients ended",
 						  wname[w], rows[w].running, rows[w].queued);
-	res = PQexec(conn, "SELECT count(*) FROM bulkhead_activity WHERE workload ~ " WORKLOAD_PATTERN);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-		tc_tool_error("end: %s", PQresultErrorMessage(res));
-	else if (atoi(PQgetvalue(res, 0, 0)) != 0)
-		tc_violation(V_END, "%s rows of bulkhead_activity left after the clients ended",
-				  PQgetvalue(res, 0, 0));
-	PQclear(res);
+	tc_no_activity_left(conn, WORKLOAD_PATTERN, V_END);
 	read_rows(conn, rows);
 	printf("\n%-9s %-7s %5s %10s %10s %9s %9s %9s %8s\n", "workload", "parent", "limit",
 		   "acquired", "released", "over_hold", "moved_out", "moved_in", "max_over");
@@ -1310,9 +1290,34 @@ check_end(PGconn *conn, Row *rows)
 		rows[W_ROOT].acquired < leaves_acq)
 		tc_violation(V_END, "ht_root: acquired %ld, released %ld; its leaves' add up to %ld, %ld",
 				  rows[W_ROOT].acquired, rows[W_ROOT].released, leaves_acq, leaves_rel);
-	if (rows[W_ROOT].moved_in != 0 || rows[W_ROOT].moved_out != 0 || rows[W_ROOT].over_hold != 0)
-		tc_violation(V_END, "ht_root (a budget) counts moves or holders: over_hold %ld, moved_out %ld, moved_in %ld",
-				  rows[W_ROOT].over_hold, rows[W_ROOT].moved_out, rows[W_ROOT].moved_in);
+	/*
+	 * A budget holds nothing of its own (no over_hold), and counts the
+	 * permits moved into or out of its subtree (a move between two of its
+	 * children stays in it: it counts none), so its moves are at most its
+	 * children's, and its counters pair up as a leaf's do.
+	 */
+	if (rows[W_ROOT].over_hold != 0)
+		tc_violation(V_END, "ht_root (a budget) counts holders past max_hold: %ld",
+				  rows[W_ROOT].over_hold);
+	if (rows[W_ROOT].acquired + rows[W_ROOT].moved_in !=
+		rows[W_ROOT].released + rows[W_ROOT].moved_out)
+		tc_violation(V_END, "ht_root: acquired %ld + moved_in %ld != released %ld + moved_out %ld",
+				  rows[W_ROOT].acquired, rows[W_ROOT].moved_in,
+				  rows[W_ROOT].released, rows[W_ROOT].moved_out);
+	{
+		long		child_in = 0,
+					child_out = 0;
+
+		for (w = 0; w < NW; w++)
+			if (wparent[w] == W_ROOT)
+			{
+				child_in += rows[w].moved_in;
+				child_out += rows[w].moved_out;
+			}
+		if (rows[W_ROOT].moved_in > child_in || rows[W_ROOT].moved_out > child_out)
+			tc_violation(V_END, "ht_root counts more moves (in %ld, out %ld) than its children (in %ld, out %ld)",
+					  rows[W_ROOT].moved_in, rows[W_ROOT].moved_out, child_in, child_out);
+	}
 	printf("summed over the workloads that take permits: acquired %ld, released %ld, moved %ld\n",
 		   acq, rel, out);
 	/* the mix must have been exercised */

@@ -54,10 +54,23 @@
 # the caps, bulkhead_activity and bulkhead_stats, and at the end that no
 # key is left and the table holds bulkhead.max_keys keys again.
 #
+# Then the lanes mode (test/stress/lane_modes.c), short: LANE_CLIENTS
+# clients (default 64) for LANE_SECONDS seconds (default 20), connected as
+# a plain role that a session rule sends to a web lane, run transactions
+# mixing cheap and costly statements, writes and utilities, so that
+# statement rules (min_cost, command) take and move their automatic permits
+# between lanes that cap settings, with savepoints, failing statements,
+# SET LOCAL, statement timeouts, cancels, terminations and limit changes;
+# each statement's lane and capped settings are checked, the session's own
+# values after each transaction, a monitor checks the lanes' bounds and
+# bulkhead_activity, and at the end acquired + moved_in = released +
+# moved_out per lane.  It runs last: its statement rules (deleted at its
+# end) would route the other modes' clients.
+#
 # Longer runs: bash test/stress/run.sh 128 600
 # Extra options for the tool (seed, rates; see bulkhead_stress -h):
 #   STRESS_OPTS="-s 42 -C 5" bash test/stress/run.sh
-# Only some of the runs (main, nocycle, cycle, guards, budgets, holds, tenants), e.g. a long nocycle run:
+# Only some of the runs (main, nocycle, cycle, guards, budgets, holds, tenants, lanes), e.g. a long nocycle run:
 #   STRESS_MODES=nocycle DEADLOCK_CLIENTS=64 DEADLOCK_SECONDS=600 bash test/stress/run.sh
 # or a long guards run:
 #   STRESS_MODES=guards GUARD_CLIENTS=64 GUARD_SECONDS=600 bash test/stress/run.sh
@@ -67,6 +80,8 @@
 #   STRESS_MODES=holds HOLD_SECONDS=600 bash test/stress/run.sh
 # or a long tenants run (10 minutes, 64 clients):
 #   STRESS_MODES=tenants TENANT_SECONDS=600 bash test/stress/run.sh
+# or a long lanes run (10 minutes, 64 clients):
+#   STRESS_MODES=lanes LANE_SECONDS=600 bash test/stress/run.sh
 # The server runs on both CPUs (races need them); STRESS_PIN=1 pins it to
 # CPU 0 as the benchmarks do.  STRESS_CONF adds a server setting, e.g.
 # STRESS_CONF="log_min_messages = debug1" logs each decision of the worker
@@ -89,7 +104,7 @@ if [ "$CLIENTS" -lt 1 ] || [ "$SECONDS_" -lt 1 ]; then
     bh_die "CLIENTS and SECONDS must be at least 1"
 fi
 
-MODES=${STRESS_MODES:-main nocycle cycle guards budgets holds tenants}
+MODES=${STRESS_MODES:-main nocycle cycle guards budgets holds tenants lanes}
 DL_CLIENTS=${DEADLOCK_CLIENTS:-32}
 DL_SECONDS=${DEADLOCK_SECONDS:-20}
 case $DL_CLIENTS$DL_SECONDS in *[!0-9]*|'') bh_die "DEADLOCK_CLIENTS and DEADLOCK_SECONDS must be numbers" ;; esac
@@ -105,12 +120,16 @@ case $HD_CLIENTS$HD_SECONDS in *[!0-9]*|'') bh_die "HOLD_CLIENTS and HOLD_SECOND
 TN_CLIENTS=${TENANT_CLIENTS:-64}
 TN_SECONDS=${TENANT_SECONDS:-20}
 case $TN_CLIENTS$TN_SECONDS in *[!0-9]*|'') bh_die "TENANT_CLIENTS and TENANT_SECONDS must be numbers" ;; esac
+LN_CLIENTS=${LANE_CLIENTS:-64}
+LN_SECONDS=${LANE_SECONDS:-20}
+case $LN_CLIENTS$LN_SECONDS in *[!0-9]*|'') bh_die "LANE_CLIENTS and LANE_SECONDS must be numbers" ;; esac
 CONNS=$CLIENTS
 [ "$DL_CLIENTS" -le "$CONNS" ] || CONNS=$DL_CLIENTS
 [ "$GD_CLIENTS" -le "$CONNS" ] || CONNS=$GD_CLIENTS
 [ "$BG_CLIENTS" -le "$CONNS" ] || CONNS=$BG_CLIENTS
 [ "$HD_CLIENTS" -le "$CONNS" ] || CONNS=$HD_CLIENTS
 [ "$TN_CLIENTS" -le "$CONNS" ] || CONNS=$TN_CLIENTS
+[ "$LN_CLIENTS" -le "$CONNS" ] || CONNS=$LN_CLIENTS
 CONNS=$((CONNS * 3 / 2 + 20))    # cycle mode: a watcher per pair of clients
 
 bh_require_root
@@ -206,7 +225,14 @@ for mode in $MODES; do
                 "$WORK/src/test/stress/bulkhead_stress" -D tenants -c "$TN_CLIENTS" \
                 -t "$TN_SECONDS" -d "$CONNINFO" ${TENANT_OPTS:-} || status=$?
             ;;
-        *) bh_die "unknown stress mode $mode (main, nocycle, cycle, guards, budgets, holds, tenants)" ;;
+        lanes)
+            bh_say "running bulkhead_stress -D lanes: $LN_CLIENTS clients, $LN_SECONDS s"
+            # shellcheck disable=SC2086  # LANE_OPTS holds options (-s seed)
+            timeout --signal=INT --kill-after=30 $((LN_SECONDS + 120)) \
+                "$WORK/src/test/stress/bulkhead_stress" -D lanes -c "$LN_CLIENTS" \
+                -t "$LN_SECONDS" -d "$CONNINFO" ${LANE_OPTS:-} || status=$?
+            ;;
+        *) bh_die "unknown stress mode $mode (main, nocycle, cycle, guards, budgets, holds, tenants, lanes)" ;;
     esac
 done
 

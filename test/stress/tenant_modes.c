@@ -1375,19 +1375,6 @@ monitor_main(void *arg)
 
 /*---- set-up and the end ----*/
 
-static void
-setup_exec(PGconn *conn, const char *sql)
-{
-	PGresult   *res = PQexec(conn, sql);
-
-	if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK)
-	{
-		fprintf(stderr, "bulkhead_stress: set-up failed: %s: %s", sql, PQresultErrorMessage(res));
-		exit(2);
-	}
-	PQclear(res);
-}
-
 /* the first value of a query, into buf; exits on an error */
 static void
 setup_value(PGconn *conn, const char *sql, char *buf, size_t len)
@@ -1425,7 +1412,7 @@ setup_workloads(PGconn *conn)
 	setup_value(conn, "SHOW server_encoding", val, sizeof(val));
 	make_keys(strcmp(val, "UTF8") == 0);
 
-	setup_exec(conn, "DELETE FROM bulkhead_workload WHERE name ~ " WORKLOAD_PATTERN);
+	tc_setup_exec(conn, "DELETE FROM bulkhead_workload WHERE name ~ " WORKLOAD_PATTERN);
 	for (w = 0; w < NW; w++)
 	{
 		const Cfg  *c = &cfg[w];
@@ -1436,7 +1423,7 @@ setup_workloads(PGconn *conn)
 				 "INSERT INTO bulkhead_workload (name, max_running, max_queued, queue_timeout,"
 				 " max_running_per_key, max_queued_per_key) VALUES ('%s', %d, %d, '%d ms', %s, %s)",
 				 wname[w], c->max_running, c->max_queued, c->queue_timeout_ms, rk, qk);
-		setup_exec(conn, sql);
+		tc_setup_exec(conn, sql);
 	}
 	snprintf(sql, sizeof(sql),
 			 "SELECT count(*) FROM bulkhead_stats WHERE (workload, max_running, max_queued) IN"
@@ -1459,7 +1446,7 @@ setup_workloads(PGconn *conn)
 	{
 		/* the counts of an earlier run of the same names, if any */
 		snprintf(sql, sizeof(sql), "SELECT bulkhead_stats_reset('%s')", wname[w]);
-		setup_exec(conn, sql);
+		tc_setup_exec(conn, sql);
 	}
 	setup_value(conn, "SELECT count(*) FROM bulkhead_keys", val, sizeof(val));
 	if (atoi(val) != 0)

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * tree_common.c
- *	  Helpers shared by the budgets and holds modes of bulkhead_stress
- *	  (budget_modes.c, hold_modes.c); see tree_common.h.
+ *	  Helpers shared by the budgets, holds, tenants and lanes modes of
+ *	  bulkhead_stress (budget_modes.c, hold_modes.c, tenant_modes.c,
+ *	  lane_modes.c); see tree_common.h.
  *
  *-------------------------------------------------------------------------
  */
@@ -180,6 +181,36 @@ tc_connect_or_die(const char *conninfo)
 		tc_sleep_ms(100);
 	}
 	return NULL;
+}
+
+void
+tc_setup_exec(PGconn *conn, const char *sql)
+{
+	PGresult   *res = PQexec(conn, sql);
+
+	if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		fprintf(stderr, "bulkhead_stress: set-up failed: %s: %s", sql, PQresultErrorMessage(res));
+		exit(2);
+	}
+	PQclear(res);
+}
+
+void
+tc_no_activity_left(PGconn *conn, const char *pattern, int kind)
+{
+	char		sql[256];
+	PGresult   *res;
+
+	snprintf(sql, sizeof(sql),
+			 "SELECT count(*) FROM bulkhead_activity WHERE workload ~ %s", pattern);
+	res = PQexec(conn, sql);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		tc_tool_error("end: %s", PQresultErrorMessage(res));
+	else if (atoi(PQgetvalue(res, 0, 0)) != 0)
+		tc_violation(kind, "%s rows of bulkhead_activity left after the clients ended",
+					 PQgetvalue(res, 0, 0));
+	PQclear(res);
 }
 
 /*---- the clients' statements ----*/

@@ -1,9 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * tree_common.h
- *	  Helpers shared by the budgets mode (budget_modes.c) and the holds mode
- *	  (hold_modes.c) of bulkhead_stress: counters, the report of violations
- *	  and tool errors, the per-thread random numbers, and connecting.
+ *	  Helpers shared by the budgets, holds, tenants and lanes modes of
+ *	  bulkhead_stress (budget_modes.c, hold_modes.c, tenant_modes.c,
+ *	  lane_modes.c): counters, the report of violations and tool errors,
+ *	  the per-thread random numbers, connecting and set-up statements.
  *
  * One mode runs per process, so the report state (tc_t_start, the
  * violation counters, tc_n_tool_errors) is kept here once, for the mode
@@ -83,6 +84,16 @@ extern int	tc_windex(const char *const *names, int n, const char *name);
 
 /* a connection, with notices silenced; exits with status 2 after 50 failures */
 extern PGconn *tc_connect_or_die(const char *conninfo);
+
+/* run a set-up statement; exits with status 2 if it fails */
+extern void tc_setup_exec(PGconn *conn, const char *sql);
+
+/*
+ * At the end: a violation of kind if bulkhead_activity still shows a row of
+ * a workload whose name matches pattern (a regular expression, quoted as
+ * an SQL literal)
+ */
+extern void tc_no_activity_left(PGconn *conn, const char *pattern, int kind);
 
 /*---- the clients' statements ----*/
 

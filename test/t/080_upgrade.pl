@@ -1,5 +1,5 @@
-# 080_upgrade.pl: the upgrade path, 1.0 -> 1.1 -> 1.2, and 1.1 -> 1.2 from a
-# fresh 1.1 install.  A 1.0 install keeps
+# 080_upgrade.pl: the upgrade path, 1.0 -> 1.1 -> 1.2 -> 1.3, and to 1.3
+# from a fresh install of each earlier release.  A 1.0 install keeps
 # working with the new library until it is updated; each ALTER EXTENSION
 # bulkhead UPDATE keeps the workloads; afterwards the extension's objects
 # are exactly those of a fresh CREATE EXTENSION at the default version (compared through the catalogs by
@@ -17,7 +17,7 @@ use Test::More;
 use BulkheadTest;
 
 my $objects_sql = slurp_file("$FindBin::RealBin/extension_objects.sql");
-my $default_version = '1.2';
+my $default_version = '1.3';
 
 my $node = PostgreSQL::Test::Cluster->new('upgrade');
 $node->init;
@@ -85,11 +85,11 @@ is($node->safe_psql('postgres', $rows_sql),
 is($node->safe_psql('postgres', $public_may_fire),
 	'true,true', '1.1: PUBLIC may execute the trigger functions');
 
-# second step: 1.1 -> 1.2 (the default version)
-$node->safe_psql('postgres', 'ALTER EXTENSION bulkhead UPDATE');
+# second step: 1.1 -> 1.2
+$node->safe_psql('postgres', "ALTER EXTENSION bulkhead UPDATE TO '1.2'");
 is($node->safe_psql('postgres',
 		"SELECT extversion FROM pg_extension WHERE extname = 'bulkhead'"),
-	$default_version, "updated to $default_version");
+	'1.2', 'updated to 1.2');
 is($node->safe_psql('postgres', $rows_sql),
 	$rows_before, 'the workload rows survive the update');
 is($node->safe_psql('postgres', $public_may_fire),
@@ -102,6 +102,45 @@ is($node->safe_psql('postgres',
 		'SELECT name, parent IS NULL, reserved, weight FROM bulkhead_workload ORDER BY name'),
 	"batch|t|0|100\nreports|t|0|100",
 	'1.2\'s columns take their defaults: roots, nothing reserved, weight 100');
+# third step: 1.2 -> 1.3 (the default version).  An operator closed
+# bulkhead_stats to all but a role, and made a view on it: the update keeps
+# both (it replaces the view rather than dropping it).
+$node->safe_psql('postgres', q{
+	REVOKE SELECT ON bulkhead_stats FROM PUBLIC;
+	GRANT SELECT ON bulkhead_stats TO bh_reader;
+	CREATE VIEW my_stats AS SELECT workload, running FROM bulkhead_stats;});
+$node->safe_psql('postgres', 'ALTER EXTENSION bulkhead UPDATE');
+is($node->safe_psql('postgres', q{
+		SELECT has_table_privilege('public', 'bulkhead_stats', 'SELECT'),
+		       has_table_privilege('bh_reader', 'bulkhead_stats', 'SELECT'),
+		       (SELECT count(*) FROM my_stats)}),
+	'f|t|2', 'the update to 1.3 keeps the privileges on bulkhead_stats and the views on it');
+$node->safe_psql('postgres', q{
+	DROP VIEW my_stats;
+	GRANT SELECT ON bulkhead_stats TO PUBLIC;
+	REVOKE SELECT ON bulkhead_stats FROM bh_reader;});
+is($node->safe_psql('postgres',
+		"SELECT extversion FROM pg_extension WHERE extname = 'bulkhead'"),
+	$default_version, "updated to $default_version");
+is($node->safe_psql('postgres', $rows_sql),
+	$rows_before, 'the workload rows survive the update to 1.3');
+is($node->safe_psql('postgres',
+		'SELECT name, settings IS NULL FROM bulkhead_workload ORDER BY name'),
+	"batch|t\nreports|t", '1.3\'s settings column takes its default: no lane settings');
+# the new columns are checked as in a fresh install, and shown
+my ($rc13, $out13, $err13) = $node->psql('postgres',
+	"UPDATE bulkhead_workload SET settings = '{work_mem=lots}' WHERE name = 'batch'");
+like($err13, qr/invalid setting "work_mem=lots" for workload "batch"/,
+	'the settings check runs after the update');
+$node->safe_psql('postgres', q{
+	UPDATE bulkhead_workload SET settings = '{work_mem=1MB}' WHERE name = 'batch';
+	INSERT INTO bulkhead_rule (position, workload, min_cost, command)
+	VALUES (1, 'batch', 1e6, '{select}');});
+ok( poll_until(
+		$node, q{
+		SELECT settings = '{work_mem=1MB}' FROM bulkhead_stats WHERE workload = 'batch'}),
+	'bulkhead_stats shows the settings after the update');
+
 # the kept rows can become a tree, checked as in a fresh install
 $node->safe_psql('postgres', q{
 	INSERT INTO bulkhead_workload (name, max_running) VALUES ('all', 2);
@@ -158,7 +197,7 @@ ok($updated eq $fresh,
 # default version has the objects of a fresh install too; so has 1.0 updated
 # in one step through every script in between (ALTER EXTENSION finds the
 # path).
-foreach my $from ('1.1', '1.0')
+foreach my $from ('1.2', '1.1', '1.0')
 {
 	my $db = 'from_' . ($from =~ s/\./_/r);
 	$node->safe_psql('postgres', "CREATE DATABASE $db");
@@ -175,10 +214,30 @@ foreach my $from ('1.1', '1.0')
 			(map { "only after the update:   $_" } only_in($from_updated, $fresh))));
 }
 
-# pg_dump keeps the configuration rows of the updated install
+# pg_dump keeps the configuration rows of the updated install, 1.3's
+# columns with them, and they come back in a restore
 my $out = `pg_dump --data-only -d "@{[$node->connstr('postgres')]}" 2>&1`;
 like($out, qr/COPY public\.bulkhead_workload .*\nbatch\t1\t0/s,
 	'pg_dump of the updated database keeps the workloads');
+like($out, qr/\{work_mem=1MB\}/, 'pg_dump keeps the lane settings');
+like($out, qr/COPY public\.bulkhead_rule .*\n1\t.*\tbatch\t1000000\t\{select\}/s,
+	'pg_dump keeps the statement rules');
+my $dump = PostgreSQL::Test::Utils::tempdir . '/upgraded.sql';
+$node->command_ok(
+	[ 'pg_dump', '-f', $dump, '-d', $node->connstr('postgres') ],
+	'pg_dump of the updated database');
+# (into the same database, bulkhead.database: elsewhere the rows are refused)
+$node->safe_psql('postgres', 'DROP EXTENSION bulkhead');
+$node->command_ok(
+	[ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-f', $dump, '-d', $node->connstr('postgres') ],
+	'restore the dump');
+is($node->safe_psql('postgres', q{
+		SELECT w.name || ':' || coalesce(w.settings::text, '-') || ':' ||
+		       coalesce((SELECT string_agg(r.min_cost || '/' || r.command::text, ',')
+		                   FROM bulkhead_rule r WHERE r.workload = w.name), '-')
+		  FROM bulkhead_workload w ORDER BY 1}),
+	"batch:{work_mem=1MB}:1000000/{select}\nreports:-:-",
+	'the restore has the settings and the statement rules');
 
 $node->stop;
 done_testing();

@@ -20,7 +20,7 @@ our @EXPORT = qw(
   bulkhead_node wait_loaded wait_classified session verbose_session send_async finish_async sql sql2
   close_session poll_until stats activity_states waiting_backends
   worker_pid all_counts queue_recorders grant_order finish_recorders
-  budget_violations levels_hold
+  budget_violations levels_hold lanes_paired
 );
 
 # Every node these tests make is UTF8 with the C locale, whatever the
@@ -77,16 +77,19 @@ our @EXPORT = qw(
 my $session_timeout = 60;
 
 # A started node with bulkhead preloaded and the extension created in
-# database postgres.  %opts go to init() (e.g. allows_streaming => 1).
+# database postgres.  conf => lines appended to postgresql.conf; the other
+# %opts go to init() (e.g. allows_streaming => 1).
 sub bulkhead_node
 {
 	my ($name, %opts) = @_;
+	my $conf = delete $opts{conf} // '';
 	my $node = PostgreSQL::Test::Cluster->new($name);
 	$node->init(%opts);
 	$node->append_conf('postgresql.conf',
 		"shared_preload_libraries = 'bulkhead'\n"
 		  . "bulkhead.database = 'postgres'\n"
-		  . "log_line_prefix = '%m [%p] %b '\n");
+		  . "log_line_prefix = '%m [%p] %b '\n"
+		  . $conf);
 	$node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION bulkhead');
 	return $node;
@@ -163,15 +166,17 @@ sub poll_until
 	return 0;
 }
 
-# A background psql session on database postgres that keeps going after an
-# error (so a cancelled statement can be observed).
+# A background psql session on database $db (default postgres), as role
+# $role (default the node's user), that keeps going after an error (so a
+# cancelled statement can be observed).
 sub session
 {
-	my ($node, $db) = @_;
+	my ($node, $db, $role) = @_;
 	my $s = $node->background_psql(
 		$db // 'postgres',
 		on_error_stop => 0,
-		timeout => $session_timeout);
+		timeout => $session_timeout,
+		defined $role ? (extra_params => [ '-U', $role ]) : ());
 	$s->set_query_timer_restart();
 	return $s;
 }
@@ -241,6 +246,26 @@ sub close_session
 		}
 	};
 	eval { $s->{run}->kill_kill if $s->{run}->pumpable(); };
+	return;
+}
+
+# Lanes (1.3): in each of @workloads, acquired + moved_in = released +
+# moved_out + running, and running is the number of permits held there
+# (rows of bulkhead_activity).
+sub lanes_paired
+{
+	my ($node, $what, @workloads) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	my $list = join(', ', map { "'$_'" } @workloads);
+	is( $node->safe_psql(
+			'postgres', qq{
+			SELECT string_agg(workload, ',' ORDER BY workload) FROM bulkhead_stats s
+			 WHERE workload IN ($list)
+			   AND (acquired + moved_in <> released + moved_out + running
+			        OR running <> (SELECT count(*) FROM bulkhead_activity a
+			                        WHERE a.workload = s.workload AND a.state = 'running'))}),
+		'',
+		"$what: every lane's figures pair up, running = the permits held");
 	return;
 }
 

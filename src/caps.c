@@ -1,0 +1,599 @@
+/*-------------------------------------------------------------------------
+ *
+ * caps.c
+ *	  Lanes that cap settings (1.3): bulkhead_workload.settings, a text[] of
+ *	  'name=value' for the settings that bound one statement's resources.
+ *	  While a permit of the lane is held, every statement starts with each
+ *	  listed setting at the smaller of the lane's value and the session's
+ *	  (jit: off wins; several permits: the smallest cap wins).
+ *
+ * A cap is applied as a function's SET clause is (fmgr_security_definer):
+ * a new GUC nesting level, the values set with GUC_ACTION_SAVE, the level
+ * popped by AtEOXact_GUC when the phase ends, or by the (sub)transaction's
+ * abort on an error.  The session's own values are never changed, so a
+ * SET by the user can lower a cap for later statements but never raise
+ * one (a set_config() inside a capped statement lasts for that statement,
+ * as inside a function with a SET clause).  gate.c applies the caps around
+ * a statement's planning and each executor phase and around a utility: a
+ * phase nested in one (a function's query) finds the values lowered
+ * already and changes nothing.
+ *
+ * A top-level utility that may commit internally (VACUUM, CREATE INDEX
+ * CONCURRENTLY, ...) would lose a nesting level at its first commit: there
+ * the caps are set for the session and the session's values put back when
+ * it ends, as RESET when they were the reset values (so that a reload or
+ * ALTER ROLE applies again).  After an error the values are put back at
+ * the session's next statement (this module's xact callback keeps them
+ * pending until a transaction that put them back commits).
+ *
+ * Owns no shared state: the lanes' caps are in the slots' config (slot.c),
+ * the caps in force in local.c.  Its backend-local state is the session
+ * values kept aside for such a utility.  Called by catalog.c (the check),
+ * tables.c (the load), local.c (combining), gate.c (applying), views.c
+ * (showing) and bulkhead.c (init); calls no module.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "caps.h"
+
+#include <ctype.h>
+#include <float.h>
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/execdesc.h"
+#include "jit/jit.h"
+#include "miscadmin.h"
+#include "nodes/plannodes.h"
+#include "optimizer/cost.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+
+PG_FUNCTION_INFO_V1(bulkhead_check_settings);
+
+typedef enum CapKind
+{
+	CAP_INT,
+	CAP_REAL,
+	CAP_BOOL
+} CapKind;
+
+static const struct
+{
+	const char *name;
+	CapKind		kind;
+}			cap_settings[BULKHEAD_NUM_CAPS] =
+{
+	[BULKHEAD_CAP_WORK_MEM] = {"work_mem", CAP_INT},
+	[BULKHEAD_CAP_HASH_MEM_MULTIPLIER] = {"hash_mem_multiplier", CAP_REAL},
+	[BULKHEAD_CAP_MAINTENANCE_WORK_MEM] = {"maintenance_work_mem", CAP_INT},
+	[BULKHEAD_CAP_TEMP_FILE_LIMIT] = {"temp_file_limit", CAP_INT},
+	[BULKHEAD_CAP_PARALLEL_PER_GATHER] = {"max_parallel_workers_per_gather", CAP_INT},
+	[BULKHEAD_CAP_PARALLEL_MAINTENANCE] = {"max_parallel_maintenance_workers", CAP_INT},
+	[BULKHEAD_CAP_JIT] = {"jit", CAP_BOOL},
+};
+
+const char *
+bulkhead_cap_name(int i)
+{
+	return cap_settings[i].name;
+}
+
+/* The value in force now, in the cap's terms (no limit: the largest) */
+static double
+current_value(int i)
+{
+	switch ((BulkheadCapSetting) i)
+	{
+		case BULKHEAD_CAP_WORK_MEM:
+			return work_mem;
+		case BULKHEAD_CAP_HASH_MEM_MULTIPLIER:
+			return hash_mem_multiplier;
+		case BULKHEAD_CAP_MAINTENANCE_WORK_MEM:
+			return maintenance_work_mem;
+		case BULKHEAD_CAP_TEMP_FILE_LIMIT:
+			return temp_file_limit < 0 ? DBL_MAX : temp_file_limit;
+		case BULKHEAD_CAP_PARALLEL_PER_GATHER:
+			return max_parallel_workers_per_gather;
+		case BULKHEAD_CAP_PARALLEL_MAINTENANCE:
+			return max_parallel_maintenance_workers;
+		case BULKHEAD_CAP_JIT:
+			return jit_enabled ? 1 : 0;
+		case BULKHEAD_NUM_CAPS:
+			break;
+	}
+	return DBL_MAX;
+}
+
+/* The settings of caps that are above it now: a mask */
+static uint8
+to_lower(const BulkheadCaps *caps, uint8 which)
+{
+	uint8		lower = 0;
+	int			i;
+
+	for (i = 0; i < BULKHEAD_NUM_CAPS; i++)
+		if ((caps->mask & which & (1 << i)) && caps->value[i] < current_value(i))
+			lower |= 1 << i;
+	return lower;
+}
+
+/* Set setting i to value (action: SAVE for a level, SET for the session) */
+static void
+set_cap(int i, double value, GucAction action)
+{
+	char		buf[64];
+
+	if (cap_settings[i].kind == CAP_REAL)
+		snprintf(buf, sizeof(buf), "%.17g", value);
+	else if (cap_settings[i].kind == CAP_BOOL)
+		strlcpy(buf, value > 0 ? "on" : "off", sizeof(buf));
+	else
+		snprintf(buf, sizeof(buf), "%d", (int) value);
+	(void) set_config_option(cap_settings[i].name, buf, PGC_SUSET,
+							 PGC_S_SESSION, action, true, 0, false);
+}
+
+/*---- Parsing and checking 'name=value' ----*/
+
+/* Copy [from, to) without surrounding blanks into buf (size bytes) */
+static void
+trimmed(const char *from, const char *to, char *buf, Size size)
+{
+	while (from < to && isspace((unsigned char) *from))
+		from++;
+	while (to > from && isspace((unsigned char) to[-1]))
+		to--;
+	strlcpy(buf, from, Min(size, (Size) (to - from) + 1));
+}
+
+/*
+ * PostgreSQL's own verdict on value for setting name, without changing
+ * anything: NULL if it takes it, else its message.  The check cannot have
+ * changed any state before it threw (changeVal false, a setting that
+ * exists), so the error is simply discarded.
+ */
+static char *
+refusal(const char *name, const char *value)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	char	   *volatile message = NULL;
+
+	PG_TRY();
+	{
+		(void) set_config_option(name, value, PGC_SUSET, PGC_S_SESSION,
+								 GUC_ACTION_SET, false, ERROR, false);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		message = edata->message ? pstrdup(edata->message) : pstrdup("invalid value");
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	return message;
+}
+
+#define REPORT_SETTING(elevel, entry, workload, detail) \
+	ereport(elevel, \
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE), \
+			 errmsg("invalid setting \"%s\" for workload \"%s\"", entry, workload), \
+			 detail))
+
+/*
+ * One entry 'name=value' into caps (and text); false when it is reported
+ * (at an elevel below ERROR) and left out.  seen: the settings met so far.
+ */
+static bool
+parse_entry(const char *entry, const char *workload, int elevel,
+			BulkheadCaps *caps, char written[][BULKHEAD_CAP_TEXTLEN], uint8 *seen)
+{
+	const char *eq = strchr(entry, '=');
+	char		name[NAMEDATALEN];
+	char		value[256];
+	char	   *message;
+	double		v = 0;
+	int			i;
+
+	if (eq == NULL)
+	{
+		REPORT_SETTING(elevel, entry, workload,
+					   errdetail("A setting is written name=value."));
+		return false;
+	}
+	trimmed(entry, eq, name, sizeof(name));
+	for (i = 0; name[i]; i++)
+		name[i] = pg_ascii_tolower((unsigned char) name[i]);
+	for (i = 0; i < BULKHEAD_NUM_CAPS; i++)
+		if (strcmp(name, cap_settings[i].name) == 0)
+			break;
+	if (i == BULKHEAD_NUM_CAPS)
+	{
+		REPORT_SETTING(elevel, entry, workload,
+					   errdetail("A lane caps only work_mem, hash_mem_multiplier, maintenance_work_mem, temp_file_limit, max_parallel_workers_per_gather, max_parallel_maintenance_workers and jit."));
+		return false;
+	}
+	if (*seen & (1 << i))
+	{
+		REPORT_SETTING(elevel, entry, workload,
+					   errdetail("Setting \"%s\" is given more than once.", name));
+		return false;
+	}
+	trimmed(eq + 1, eq + 1 + strlen(eq + 1), value, sizeof(value));
+	if (strlen(value) >= BULKHEAD_CAP_TEXTLEN)
+	{
+		REPORT_SETTING(elevel, entry, workload,
+					   errdetail("A value has at most %d bytes.", BULKHEAD_CAP_TEXTLEN - 1));
+		return false;
+	}
+	message = refusal(name, value);
+	if (message != NULL)
+	{
+		REPORT_SETTING(elevel, entry, workload, errdetail("%s", message));
+		return false;
+	}
+
+	/* taken by the setting: its value in its base unit */
+	if (cap_settings[i].kind == CAP_INT)
+	{
+		int			n = 0;
+
+		(void) parse_int(value, &n, GetConfigOptionFlags(name, false), NULL);
+		v = n;
+	}
+	else if (cap_settings[i].kind == CAP_REAL)
+		(void) parse_real(value, &v, GetConfigOptionFlags(name, false), NULL);
+	else
+	{
+		bool		b = true;
+
+		(void) parse_bool(value, &b);
+		v = b ? 1 : 0;
+	}
+	*seen |= 1 << i;
+	if (written != NULL)
+		strlcpy(written[i], value, BULKHEAD_CAP_TEXTLEN);
+	/* no limit (temp_file_limit = -1) and jit = on cap nothing */
+	if ((i == BULKHEAD_CAP_TEMP_FILE_LIMIT && v < 0) ||
+		(i == BULKHEAD_CAP_JIT && v > 0))
+		return true;
+	caps->mask |= 1 << i;
+	caps->value[i] = v;
+	return true;
+}
+
+void
+bulkhead_caps_parse(ArrayType *settings, const char *workload, int elevel,
+					BulkheadCaps *caps, char written[][BULKHEAD_CAP_TEXTLEN])
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	uint8		seen = 0;
+	int			n;
+	int			i;
+
+	memset(caps, 0, sizeof(BulkheadCaps));
+	if (written != NULL)
+		memset(written, 0, sizeof(char) * BULKHEAD_NUM_CAPS * BULKHEAD_CAP_TEXTLEN);
+	if (settings == NULL)
+		return;
+	if (ARR_NDIM(settings) > 1)
+		ereport(elevel,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("settings of workload \"%s\" must be a one-dimensional array", workload)));
+	deconstruct_array(settings, TEXTOID, -1, false, TYPALIGN_INT,
+					  &elems, &nulls, &n);
+	for (i = 0; i < n; i++)
+	{
+		if (nulls[i])
+		{
+			ereport(elevel,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("settings of workload \"%s\" must not contain nulls", workload)));
+			continue;
+		}
+		(void) parse_entry(TextDatumGetCString(elems[i]), workload, elevel,
+						   caps, written, &seen);
+	}
+}
+
+/*
+ * bulkhead_check_settings(settings text[], workload text): the table's
+ * check of a row's settings.  Raises 22023 for an entry a lane cannot
+ * take; true otherwise.
+ */
+Datum
+bulkhead_check_settings(PG_FUNCTION_ARGS)
+{
+	BulkheadCaps caps;
+	char	   *workload;
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_BOOL(true);
+	workload = PG_ARGISNULL(1) ? "" : text_to_cstring(PG_GETARG_TEXT_PP(1));
+	bulkhead_caps_parse(PG_GETARG_ARRAYTYPE_P(0), workload, ERROR, &caps, NULL);
+	PG_RETURN_BOOL(true);
+}
+
+/*---- The caps in force ----*/
+
+void
+bulkhead_caps_combine(BulkheadCaps *into, const BulkheadCaps *caps)
+{
+	int			i;
+
+	for (i = 0; i < BULKHEAD_NUM_CAPS; i++)
+	{
+		if (!(caps->mask & (1 << i)))
+			continue;
+		if (!(into->mask & (1 << i)) || caps->value[i] < into->value[i])
+			into->value[i] = caps->value[i];
+		into->mask |= 1 << i;
+	}
+}
+
+/* Transactions ended in this backend: a frame's level is gone with its own */
+static uint64 xact_ends = 0;
+
+BulkheadCapsFrame
+bulkhead_caps_enter_slow(const BulkheadCaps *caps)
+{
+	BulkheadCapsFrame frame = {0, 0};
+	uint8		lower;
+	int			i;
+
+	if (caps->mask == 0)
+		return frame;
+	lower = to_lower(caps, caps->mask);
+	if (lower == 0)
+		return frame;
+	frame.ends = xact_ends;
+	frame.level = NewGUCNestLevel();
+	for (i = 0; i < BULKHEAD_NUM_CAPS; i++)
+		if (lower & (1 << i))
+			set_cap(i, caps->value[i], GUC_ACTION_SAVE);
+	return frame;
+}
+
+/*
+ * Pop the frame's level, unless the transaction it was made in has ended
+ * meanwhile: a statement that committed internally (one not known to, as
+ * ALTER DATABASE ... SET TABLESPACE) had its commit pop it already.
+ */
+void
+bulkhead_caps_leave_slow(BulkheadCapsFrame frame)
+{
+	if (frame.ends == xact_ends)
+		AtEOXact_GUC(true, frame.level);
+}
+
+/* Lower the workers of each Gather and Gather Merge in plan to at most n */
+static void
+lower_workers(Plan *plan, int n)
+{
+	ListCell   *lc;
+	List	   *children = NIL;
+
+	if (plan == NULL)
+		return;
+	check_stack_depth();
+	switch (nodeTag(plan))
+	{
+		case T_Gather:
+			((Gather *) plan)->num_workers = Min(((Gather *) plan)->num_workers, n);
+			break;
+		case T_GatherMerge:
+			((GatherMerge *) plan)->num_workers = Min(((GatherMerge *) plan)->num_workers, n);
+			break;
+		case T_Append:
+			children = ((Append *) plan)->appendplans;
+			break;
+		case T_MergeAppend:
+			children = ((MergeAppend *) plan)->mergeplans;
+			break;
+		case T_BitmapAnd:
+			children = ((BitmapAnd *) plan)->bitmapplans;
+			break;
+		case T_BitmapOr:
+			children = ((BitmapOr *) plan)->bitmapplans;
+			break;
+		case T_SubqueryScan:
+			lower_workers(((SubqueryScan *) plan)->subplan, n);
+			break;
+		case T_CustomScan:
+			children = ((CustomScan *) plan)->custom_plans;
+			break;
+		default:
+			break;
+	}
+	foreach(lc, children)
+		lower_workers((Plan *) lfirst(lc), n);
+	lower_workers(plan->lefttree, n);
+	lower_workers(plan->righttree, n);
+}
+
+/*
+ * A plan made before its lane capped max_parallel_workers_per_gather (a
+ * cached one; the first statement's EXECUTE or EXPLAIN ANALYZE) runs with
+ * at most the cap's workers per Gather: at 0, without parallel mode (a
+ * Gather then runs its plan in the leader); above, from a copy of the plan
+ * (not the cache's) whose Gathers ask for fewer workers.
+ */
+void
+bulkhead_caps_parallel_workers(QueryDesc *queryDesc, const BulkheadCaps *caps)
+{
+	PlannedStmt *copy;
+	int			cap = caps->value[BULKHEAD_CAP_PARALLEL_PER_GATHER];
+	ListCell   *lc;
+
+	if (!(caps->mask & (1 << BULKHEAD_CAP_PARALLEL_PER_GATHER)) ||
+		!queryDesc->plannedstmt->parallelModeNeeded)
+		return;
+	if (cap == 0)
+	{
+		copy = palloc(sizeof(PlannedStmt));
+		*copy = *queryDesc->plannedstmt;
+		copy->parallelModeNeeded = false;
+	}
+	else
+	{
+		copy = copyObject(queryDesc->plannedstmt);
+		lower_workers(copy->planTree, cap);
+		foreach(lc, copy->subplans)
+			lower_workers((Plan *) lfirst(lc), cap);
+	}
+	queryDesc->plannedstmt = copy;
+}
+
+/* Do caps a and b differ in what the planner uses? */
+bool
+bulkhead_caps_planning_differ(const BulkheadCaps *a, const BulkheadCaps *b)
+{
+	int			i;
+
+	if ((a->mask ^ b->mask) & BULKHEAD_PLANNING_CAPS)
+		return true;
+	for (i = 0; i < BULKHEAD_NUM_CAPS; i++)
+		if ((a->mask & BULKHEAD_PLANNING_CAPS & (1 << i)) &&
+			a->value[i] != b->value[i])
+			return true;
+	return false;
+}
+
+/*---- Caps over a utility that may commit internally ----*/
+
+typedef enum SessionCapState
+{
+	SESSION_CAP_NONE = 0,
+	SESSION_CAP_SET,			/* capped for the session: to put back */
+	SESSION_CAP_PUT_BACK		/* put back in this transaction, which may
+								 * still abort (then SET again) */
+} SessionCapState;
+
+static struct
+{
+	SessionCapState state;
+	bool		reset;			/* the value was the reset value: RESET */
+	char	   *saved;			/* TopMemoryContext */
+}			session_caps[BULKHEAD_NUM_CAPS];
+
+/* A utility failed with caps set for the session: put back next statement */
+static bool put_back_pending = false;
+
+/* How many of session_caps[] are not SESSION_CAP_NONE */
+static int	session_caps_kept = 0;
+
+bool
+bulkhead_caps_enter_session(const BulkheadCaps *caps)
+{
+	uint8		lower;
+	int			i;
+
+	if (caps->mask == 0)
+		return false;
+	bulkhead_caps_restore_pending();
+	lower = to_lower(caps, caps->mask);
+	for (i = 0; i < BULKHEAD_NUM_CAPS; i++)
+	{
+		const char *name = cap_settings[i].name;
+		const char *now;
+
+		if (!(lower & (1 << i)))
+			continue;
+		/*
+		 * The session's own value is kept aside once: a value put back in
+		 * this transaction (not committed yet) is still the one kept.
+		 */
+		if (session_caps[i].state == SESSION_CAP_NONE)
+		{
+			now = GetConfigOption(name, false, false);
+			session_caps[i].saved = MemoryContextStrdup(TopMemoryContext, now);
+			session_caps[i].reset = strcmp(now, GetConfigOptionResetString(name)) == 0;
+			session_caps_kept++;
+		}
+		session_caps[i].state = SESSION_CAP_SET;
+		set_cap(i, caps->value[i], GUC_ACTION_SET);
+	}
+	return lower != 0;
+}
+
+/* Put back the session's values kept aside */
+static void
+put_back(void)
+{
+	int			i;
+
+	for (i = 0; i < BULKHEAD_NUM_CAPS; i++)
+	{
+		if (session_caps[i].state != SESSION_CAP_SET)
+			continue;
+		session_caps[i].state = SESSION_CAP_PUT_BACK;
+		(void) set_config_option(cap_settings[i].name,
+								 session_caps[i].reset ? NULL : session_caps[i].saved,
+								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SET,
+								 true, 0, false);
+	}
+}
+
+void
+bulkhead_caps_leave_session(bool failed)
+{
+	if (failed)
+		put_back_pending = true;	/* the transaction is failing */
+	else
+		put_back();
+}
+
+/* At the start of a statement: put back what a failed utility left */
+void
+bulkhead_caps_restore_pending(void)
+{
+	if (likely(!put_back_pending))
+		return;
+	if (!IsTransactionState() || IsAbortedTransactionBlockState())
+		return;
+	put_back_pending = false;
+	put_back();
+}
+
+static void
+caps_xact_callback(XactEvent event, void *arg)
+{
+	int			i;
+
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PREPARE)
+		xact_ends++;
+	if (likely(session_caps_kept == 0))
+		return;					/* nothing kept aside: the common case */
+
+	for (i = 0; i < BULKHEAD_NUM_CAPS; i++)
+	{
+		if (session_caps[i].state != SESSION_CAP_PUT_BACK)
+			continue;
+		if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PREPARE)
+		{
+			session_caps[i].state = SESSION_CAP_NONE;
+			session_caps_kept--;
+			pfree(session_caps[i].saved);
+			session_caps[i].saved = NULL;
+		}
+		else if (event == XACT_EVENT_ABORT)
+		{
+			/* the abort undoes the put back: again at the next statement */
+			session_caps[i].state = SESSION_CAP_SET;
+			put_back_pending = true;
+		}
+	}
+}
+
+void
+bulkhead_caps_init(void)
+{
+	RegisterXactCallback(caps_xact_callback, NULL);
+}
