@@ -2046,8 +2046,13 @@ lane_stress_main(int clients, int seconds, const char *conninfo_arg, uint64_t se
 	for (l = 0; l < NL; l++)
 		if (n_caps_checked[l] == 0)
 			tc_tool_error("no statement's settings were checked in %s", lname[l]);
-	if (seconds >= 5 && (by_outcome[LO_FULL] == 0 || by_outcome[LO_TIMEOUT] == 0 ||
-						 by_outcome[LO_CANCEL] == 0))
+	/*
+	 * A queue timeout needs a queue slow to drain: 6 s runs saw from 0 to
+	 * 590 of them (isolation lane_move makes one for sure), so only a
+	 * longer run must see one.
+	 */
+	if ((seconds >= 5 && (by_outcome[LO_FULL] == 0 || by_outcome[LO_CANCEL] == 0)) ||
+		(seconds >= 30 && by_outcome[LO_TIMEOUT] == 0))
 		tc_tool_error("the run saw no 53B01 (%ld), no 53B02 (%ld) or no cancel (%ld)",
 					  by_outcome[LO_FULL], by_outcome[LO_TIMEOUT], by_outcome[LO_CANCEL]);
 	printf("violations: %ld", nviol);
