@@ -1153,7 +1153,6 @@ setup_workloads(PGconn *conn)
 	int			i;
 	int			w;
 	Row			rows[NW];
-	bool		loaded = false;
 
 	tc_setup_exec(conn, "DELETE FROM bulkhead_workload WHERE name ~ " WORKLOAD_PATTERN);
 	for (i = 0; i < NW; i++)
@@ -1180,19 +1179,12 @@ setup_workloads(PGconn *conn)
 		tc_setup_exec(conn, sql);
 		hold_ms_now[w] = c->max_hold_ms;
 	}
-	for (i = 0; i < 1000 && !loaded; i++)
+	snprintf(sql, sizeof(sql), "SELECT count(*) = %d FROM bulkhead_stats WHERE workload ~ "
+			 WORKLOAD_PATTERN, NW);
+	tc_setup_wait(conn, sql, "the workloads were");
+	if (!read_rows(conn, rows))
 	{
-		PGresult   *res = PQexec(conn, "SELECT count(*) FROM bulkhead_stats WHERE workload ~ "
-									WORKLOAD_PATTERN);
-
-		loaded = PQresultStatus(res) == PGRES_TUPLES_OK && atoi(PQgetvalue(res, 0, 0)) == NW;
-		PQclear(res);
-		if (!loaded)
-			tc_sleep_ms(10);
-	}
-	if (!loaded || !read_rows(conn, rows))
-	{
-		fprintf(stderr, "bulkhead_stress: set-up failed: the workloads were not loaded\n");
+		fprintf(stderr, "bulkhead_stress: set-up failed: the workloads could not be read\n");
 		exit(2);
 	}
 	for (w = 0; w < NW; w++)

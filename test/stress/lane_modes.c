@@ -1797,7 +1797,6 @@ setup(PGconn *conn, int clients)
 	char		sql[1024];
 	int			l;
 	int			i;
-	bool		loaded = false;
 
 	tc_setup_exec(conn, "DELETE FROM bulkhead_rule WHERE workload ~ " LANE_PATTERN);
 	tc_setup_exec(conn, "DELETE FROM bulkhead_workload WHERE name ~ " LANE_PATTERN);
@@ -1845,21 +1844,9 @@ setup(PGconn *conn, int clients)
 			   " (9004, '" ROLE "', NULL, 'ln_write', NULL, '{insert,update,delete}'),"
 			   " (9005, NULL, 'ln-nomatch%', 'ln_write', 0, NULL),"
 			   " (9010, '" ROLE "', NULL, 'ln_web', NULL, NULL)");
-	for (i = 0; i < 1000 && !loaded; i++)
-	{
-		PGresult   *res = PQexec(conn, "SELECT count(*) FROM bulkhead_stats WHERE workload ~ "
-								 LANE_PATTERN " AND settings IS NOT NULL");
-
-		loaded = PQresultStatus(res) == PGRES_TUPLES_OK && atoi(PQgetvalue(res, 0, 0)) == NL;
-		PQclear(res);
-		if (!loaded)
-			tc_sleep_ms(10);
-	}
-	if (!loaded)
-	{
-		fprintf(stderr, "bulkhead_stress: set-up failed: the lanes were not loaded\n");
-		exit(2);
-	}
+	snprintf(sql, sizeof(sql), "SELECT count(*) = %d FROM bulkhead_stats WHERE workload ~ "
+			 LANE_PATTERN " AND settings IS NOT NULL", NL);
+	tc_setup_wait(conn, sql, "the lanes were");
 	for (l = 0; l < NL; l++)
 	{
 		snprintf(sql, sizeof(sql), "SELECT bulkhead_stats_reset('%s')", lname[l]);
@@ -1872,26 +1859,12 @@ static void
 wait_rules_loaded(void)
 {
 	PGconn	   *conn = tc_connect_or_die(client_conninfo);
-	int			i;
-	bool		ok = false;
 
-	for (i = 0; i < 1000 && !ok; i++)
-	{
-		PGresult   *res = PQexec(conn, "SELECT (SELECT workload FROM bulkhead_classify('SELECT ln_heavy(1)')) = 'ln_heavy'"
-								 " AND (SELECT workload FROM bulkhead_classify('ANALYZE ln_t')) = 'ln_maint'"
-								 " AND (SELECT workload FROM bulkhead_classify('SELECT 1')) = 'ln_web'");
-
-		ok = PQresultStatus(res) == PGRES_TUPLES_OK && strcmp(PQgetvalue(res, 0, 0), "t") == 0;
-		PQclear(res);
-		if (!ok)
-			tc_sleep_ms(10);
-	}
+	tc_setup_wait(conn, "SELECT (SELECT workload FROM bulkhead_classify('SELECT ln_heavy(1)')) = 'ln_heavy'"
+				  " AND (SELECT workload FROM bulkhead_classify('ANALYZE ln_t')) = 'ln_maint'"
+				  " AND (SELECT workload FROM bulkhead_classify('SELECT 1')) = 'ln_web'",
+				  "the statement rules were");
 	PQfinish(conn);
-	if (!ok)
-	{
-		fprintf(stderr, "bulkhead_stress: set-up failed: the statement rules were not loaded\n");
-		exit(2);
-	}
 }
 
 static void
@@ -2073,8 +2046,13 @@ lane_stress_main(int clients, int seconds, const char *conninfo_arg, uint64_t se
 	for (l = 0; l < NL; l++)
 		if (n_caps_checked[l] == 0)
 			tc_tool_error("no statement's settings were checked in %s", lname[l]);
-	if (seconds >= 5 && (by_outcome[LO_FULL] == 0 || by_outcome[LO_TIMEOUT] == 0 ||
-						 by_outcome[LO_CANCEL] == 0))
+	/*
+	 * A queue timeout needs a queue slow to drain: 6 s runs saw from 0 to
+	 * 590 of them (isolation lane_move makes one for sure), so only a
+	 * longer run must see one.
+	 */
+	if ((seconds >= 5 && (by_outcome[LO_FULL] == 0 || by_outcome[LO_CANCEL] == 0)) ||
+		(seconds >= 30 && by_outcome[LO_TIMEOUT] == 0))
 		tc_tool_error("the run saw no 53B01 (%ld), no 53B02 (%ld) or no cancel (%ld)",
 					  by_outcome[LO_FULL], by_outcome[LO_TIMEOUT], by_outcome[LO_CANCEL]);
 	printf("violations: %ld", nviol);

@@ -1398,8 +1398,6 @@ setup_workloads(PGconn *conn)
 	char		rk[16];
 	char		qk[16];
 	int			w;
-	int			i;
-	bool		loaded = false;
 
 	setup_value(conn, "SHOW bulkhead.max_keys", val, sizeof(val));
 	max_keys = atoi(val);
@@ -1426,22 +1424,11 @@ setup_workloads(PGconn *conn)
 		tc_setup_exec(conn, sql);
 	}
 	snprintf(sql, sizeof(sql),
-			 "SELECT count(*) FROM bulkhead_stats WHERE (workload, max_running, max_queued) IN"
+			 "SELECT count(*) = 3 FROM bulkhead_stats WHERE (workload, max_running, max_queued) IN"
 			 " (('%s', %d, %d), ('%s', %d, %d), ('%s', %d, %d))",
 			 wname[0], cfg[0].max_running, cfg[0].max_queued, wname[1], cfg[1].max_running,
 			 cfg[1].max_queued, wname[2], cfg[2].max_running, cfg[2].max_queued);
-	for (i = 0; i < 1000 && !loaded; i++)
-	{
-		setup_value(conn, sql, val, sizeof(val));
-		loaded = atoi(val) == NW;
-		if (!loaded)
-			tc_sleep_ms(10);
-	}
-	if (!loaded)
-	{
-		fprintf(stderr, "bulkhead_stress: set-up failed: the workloads were not loaded\n");
-		exit(2);
-	}
+	tc_setup_wait(conn, sql, "the workloads were");
 	for (w = 0; w < NW; w++)
 	{
 		/* the counts of an earlier run of the same names, if any */

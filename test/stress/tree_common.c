@@ -197,6 +197,26 @@ tc_setup_exec(PGconn *conn, const char *sql)
 }
 
 void
+tc_setup_wait(PGconn *conn, const char *sql, const char *what)
+{
+	int			i;
+
+	for (i = 0; i < 1000; i++)
+	{
+		PGresult   *res = PQexec(conn, sql);
+		bool		ok = PQresultStatus(res) == PGRES_TUPLES_OK &&
+			strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+
+		PQclear(res);
+		if (ok)
+			return;
+		tc_sleep_ms(10);
+	}
+	fprintf(stderr, "bulkhead_stress: set-up failed: %s not loaded\n", what);
+	exit(2);
+}
+
+void
 tc_no_activity_left(PGconn *conn, const char *pattern, int kind)
 {
 	char		sql[256];

@@ -89,6 +89,12 @@ extern PGconn *tc_connect_or_die(const char *conninfo);
 extern void tc_setup_exec(PGconn *conn, const char *sql);
 
 /*
+ * Wait (10 s at most) until sql answers true; else exit with status 2,
+ * saying what was not loaded
+ */
+extern void tc_setup_wait(PGconn *conn, const char *sql, const char *what);
+
+/*
  * At the end: a violation of kind if bulkhead_activity still shows a row of
  * a workload whose name matches pattern (a regular expression, quoted as
  * an SQL literal)

@@ -29,6 +29,7 @@ use Time::HiRes qw(usleep);
 # jit on, as before PostgreSQL 19 (whose default is off), so that a lane's
 # jit=off has something to cap
 my $node = bulkhead_node('lane_settings', conf => "jit = on\n");
+lane_functions($node);
 
 # caps(): the settings a lane may cap, in one line:
 #   work_mem hash_mem_multiplier maintenance_work_mem temp_file_limit
@@ -51,19 +52,6 @@ $node->safe_psql('postgres', q{
 	INSERT INTO bulkhead_rule (position, role, workload, min_cost) VALUES (2, 'app', 'heavy', 100000);
 	INSERT INTO bulkhead_rule (position, role, workload, command) VALUES (3, 'app', 'maint', '{utility}');
 
-	CREATE FUNCTION costly() RETURNS int LANGUAGE plpgsql COST 100000000
-	AS $$ BEGIN RETURN 1; END $$;
-	CREATE FUNCTION caps() RETURNS text LANGUAGE sql STABLE AS $$
-		SELECT concat_ws(' ', current_setting('work_mem'), current_setting('hash_mem_multiplier'),
-		                 current_setting('maintenance_work_mem'), current_setting('temp_file_limit'),
-		                 current_setting('max_parallel_workers_per_gather'),
-		                 current_setting('max_parallel_maintenance_workers'), current_setting('jit'))
-	$$;
-	CREATE FUNCTION held() RETURNS text LANGUAGE sql AS $$
-		SELECT coalesce(string_agg(workload || '/' || scope || coalesce(' from ' || moved_from, ''),
-		                           ', ' ORDER BY workload), 'nothing')
-		  FROM bulkhead_activity WHERE pid = pg_backend_pid()
-	$$;
 	-- a NOTICE with the values in force, then an error
 	CREATE FUNCTION boom() RETURNS int LANGUAGE plpgsql AS $$
 	BEGIN

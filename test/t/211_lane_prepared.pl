@@ -35,6 +35,7 @@ use Test::More;
 # jit on, as before PostgreSQL 19 (whose default is off), so that a lane's
 # jit=off has something to cap
 my $node = bulkhead_node('lane_prepared', conf => "jit = on\n");
+lane_functions($node);
 
 # caps(): work_mem hash_mem_multiplier maintenance_work_mem temp_file_limit
 #   max_parallel_workers_per_gather max_parallel_maintenance_workers jit
@@ -67,21 +68,8 @@ $node->safe_psql('postgres', q{
 	INSERT INTO bulkhead_rule (position, role, workload, command) VALUES (3, 'app', 'maint', '{utility}');
 	INSERT INTO bulkhead_rule (position, role, workload) VALUES (4, 'batcher', 'batch');
 
-	CREATE FUNCTION costly() RETURNS int LANGUAGE plpgsql COST 100000000
-	AS $$ BEGIN RETURN 1; END $$;
 	CREATE FUNCTION slowish(i int) RETURNS bool LANGUAGE plpgsql PARALLEL SAFE COST 10000
 	AS $$ BEGIN RETURN i > 0; END $$;
-	CREATE FUNCTION caps() RETURNS text LANGUAGE sql STABLE AS $$
-		SELECT concat_ws(' ', current_setting('work_mem'), current_setting('hash_mem_multiplier'),
-		                 current_setting('maintenance_work_mem'), current_setting('temp_file_limit'),
-		                 current_setting('max_parallel_workers_per_gather'),
-		                 current_setting('max_parallel_maintenance_workers'), current_setting('jit'))
-	$$;
-	CREATE FUNCTION held() RETURNS text LANGUAGE sql AS $$
-		SELECT coalesce(string_agg(workload || '/' || scope || coalesce(' from ' || moved_from, ''),
-		                           ', ' ORDER BY workload), 'nothing')
-		  FROM bulkhead_activity WHERE pid = pg_backend_pid()
-	$$;
 	CREATE TABLE log (id serial, tag text, xid xid8 DEFAULT pg_current_xact_id(),
 	                  held text, caps text);
 	GRANT ALL ON log, log_id_seq TO app, batcher;

@@ -22,6 +22,7 @@ use Test::More;
 use Time::HiRes qw(usleep time);
 
 my $node = bulkhead_node('lane_move_faults');
+lane_functions($node);
 
 # app: web (one permit), costly statements to heavy (one permit, held by a
 # superuser's explicit acquire while the rounds run).  gapp: gweb (guard
@@ -40,13 +41,6 @@ $node->safe_psql('postgres', q{
 	INSERT INTO bulkhead_rule (position, role, workload, min_cost) VALUES (2, 'app', 'heavy', 100000);
 	INSERT INTO bulkhead_rule (position, role, workload) VALUES (3, 'gapp', 'gweb');
 	INSERT INTO bulkhead_rule (position, role, workload, min_cost) VALUES (4, 'gapp', 'gheavy', 100000);
-	CREATE FUNCTION costly() RETURNS int LANGUAGE plpgsql COST 100000000
-	AS $$ BEGIN RETURN 1; END $$;
-	CREATE FUNCTION held() RETURNS text LANGUAGE sql AS $$
-		SELECT coalesce(string_agg(workload || '/' || scope || coalesce(' from ' || moved_from, ''),
-		                           ', ' ORDER BY workload), 'nothing')
-		  FROM bulkhead_activity WHERE pid = pg_backend_pid()
-	$$;
 });
 wait_loaded($node, 'gheavy', 1);
 for my $role ('app', 'gapp')

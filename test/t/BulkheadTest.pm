@@ -20,7 +20,7 @@ our @EXPORT = qw(
   bulkhead_node wait_loaded wait_classified session verbose_session send_async finish_async sql sql2
   close_session poll_until stats activity_states waiting_backends
   worker_pid all_counts queue_recorders grant_order finish_recorders
-  budget_violations levels_hold lanes_paired
+  budget_violations levels_hold lanes_paired lane_functions
 );
 
 # Every node these tests make is UTF8 with the C locale, whatever the
@@ -93,6 +93,32 @@ sub bulkhead_node
 	$node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION bulkhead');
 	return $node;
+}
+
+# The lanes' tests' functions, in database postgres: costly() (a plan that
+# calls it costs 250000 and runs at once), caps() (the settings a lane may
+# cap, in one line: work_mem hash_mem_multiplier maintenance_work_mem
+# temp_file_limit max_parallel_workers_per_gather
+# max_parallel_maintenance_workers jit) and held() (this backend's permits,
+# as workload/scope[ from moved_from], or 'nothing').
+sub lane_functions
+{
+	my ($node) = @_;
+	$node->safe_psql('postgres', q{
+	CREATE FUNCTION costly() RETURNS int LANGUAGE plpgsql COST 100000000
+	AS $$ BEGIN RETURN 1; END $$;
+	CREATE FUNCTION caps() RETURNS text LANGUAGE sql STABLE AS $$
+		SELECT concat_ws(' ', current_setting('work_mem'), current_setting('hash_mem_multiplier'),
+		                 current_setting('maintenance_work_mem'), current_setting('temp_file_limit'),
+		                 current_setting('max_parallel_workers_per_gather'),
+		                 current_setting('max_parallel_maintenance_workers'), current_setting('jit'))
+	$$;
+	CREATE FUNCTION held() RETURNS text LANGUAGE sql AS $$
+		SELECT coalesce(string_agg(workload || '/' || scope || coalesce(' from ' || moved_from, ''),
+		                           ', ' ORDER BY workload), 'nothing')
+		  FROM bulkhead_activity WHERE pid = pg_backend_pid()
+	$$;
+});
 }
 
 # Wait (bounded) until the worker shows workload $w with max_running $b.
