@@ -73,11 +73,13 @@ INSERT INTO bulkhead_rule (position, workload, command) VALUES (1, 'heavy', '{{s
 -- utilities to maint, the role's other statements to web (a session rule,
 -- matched after every statement rule whatever its position)
 CREATE ROLE regress_bh_lane;
-INSERT INTO bulkhead_rule (position, role, workload) VALUES (1, 'regress_bh_lane', 'web');
-INSERT INTO bulkhead_rule (position, workload, min_cost) VALUES (2, 'heavy', 100000);
-INSERT INTO bulkhead_rule (position, workload, command) VALUES (3, 'maint', '{utility}');
-INSERT INTO bulkhead_rule (position, role, workload, command)
-VALUES (4, 'regress_bh_nobody', 'heavy', '{insert,update,delete,merge}');
+-- (one statement, so that the worker loads the four rules at once: the wait
+-- below sees rule 2, and so every rule)
+INSERT INTO bulkhead_rule (position, role, workload, min_cost, command)
+VALUES (1, 'regress_bh_lane', 'web', NULL, NULL),
+       (2, NULL, 'heavy', 100000, NULL),
+       (3, NULL, 'maint', NULL, '{utility}'),
+       (4, 'regress_bh_nobody', 'heavy', NULL, '{insert,update,delete,merge}');
 -- (a superuser is exempt: not for the wait for the worker's load)
 SET bulkhead.exempt_superuser = off;
 SELECT bh_wait($$(SELECT workload FROM bulkhead_classify('SELECT count(*) FROM generate_series(1, 10000000)')) = 'heavy'$$);
@@ -166,13 +168,24 @@ SET ROLE regress_bh_lane;
 BEGIN;
 SELECT pg_temp.held();
 SELECT count(*), pg_temp.held() FROM lane_many();
--- a cheap statement after it leaves it in heavy
+-- a cheap statement after it leaves it in heavy: bulkhead_classify(query)
+-- answers for the transaction as it stands (source transaction), a costly
+-- one by its rule
 SELECT pg_temp.held();
+SELECT * FROM bulkhead_classify('SELECT 1');
+SELECT * FROM bulkhead_classify('SELECT count(*) FROM generate_series(1, 10000000)');
 COMMIT;
 RESET ROLE;
 SELECT workload, acquired, released, moved_out, moved_in, running
   FROM bulkhead_stats WHERE workload IN ('web', 'heavy') ORDER BY 1;
 SET ROLE regress_bh_lane;
+-- outside the block: a new transaction's first statement, by the session rule
+SELECT * FROM bulkhead_classify('SELECT 1');
+-- the block's first statement is the call itself: its permit, web, stays
+BEGIN;
+SELECT * FROM bulkhead_classify('SELECT 1');
+SELECT pg_temp.held();
+COMMIT;
 -- a utility moves it to maint, whose caps apply to the utility
 BEGIN;
 SELECT pg_temp.held();

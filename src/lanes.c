@@ -17,7 +17,9 @@
  *
  * bulkhead_classify(query) plans a query without running it and answers
  * which workload it would take, and why, as the gate would choose for the
- * calling session's transaction's first statement.
+ * calling session's next statement: inside a transaction block that holds
+ * its automatic permit already, a query that matches no statement rule
+ * stays where that permit is (source 'transaction').
  *
  * Before a statement's lane is known it is planned under the caps of the
  * lane it most likely takes (the session's workload, for the
@@ -27,13 +29,15 @@
  * were loaded anew).
  *
  * Owns a backend-local cache (whether such a lane is reachable).  Called
- * by gate.c, hooks.c and the SQL function; calls rules.c, caps.c and
- * reads the slots (shmem.h) under their locks.
+ * by gate.c, hooks.c and the SQL function; calls rules.c, caps.c, local.c
+ * (the transaction's permit, for bulkhead_classify(query)) and reads the
+ * slots (shmem.h) under their locks.
  *
  *-------------------------------------------------------------------------
  */
 #include "lanes.h"
 #include "caps.h"
+#include "local.h"
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
@@ -330,13 +334,38 @@ classify_error_context(void *arg)
 }
 
 /*
- * bulkhead_classify(query text): the workload the calling session's
- * transaction would take if query were its first statement, and why:
- * source 'rule' and the position of the statement rule that matches, else
- * the session's classification (bulkhead_classify()); for a statement that
- * takes no permit (BEGIN, SET, SHOW, ...) source 'none' and no workload.
- * The query is planned, not run; planning it needs the privileges running
- * it would.
+ * The workload of this transaction's automatic permit, where it is now
+ * (max_hold may have moved it), into name; false when the caller is not in
+ * a transaction block or the block holds none.  Outside a block, the next
+ * statement is a new transaction's first: this statement's permit (taken
+ * for the call itself) ends with it.
+ */
+static bool
+transaction_lane(char *name)
+{
+	int			li = IsTransactionBlock() ? bulkhead_local_auto_index() : -1;
+	BulkheadSlot *slot;
+	int			slotno;
+
+	if (li < 0)
+		return false;
+	slot = bulkhead_lock_entry_slot(bulkhead_my_entry(li), &slotno);
+	strlcpy(name, slot->name, NAMEDATALEN);
+	LWLockRelease(slot->lock);
+	return true;
+}
+
+/*
+ * bulkhead_classify(query text): the workload the calling session's next
+ * statement would run in if it were query, and why: source 'rule' and the
+ * position of the statement rule that matches; else, inside a transaction
+ * block that holds its automatic permit already (taken by an earlier
+ * statement, or by this very call's), that permit's workload, source
+ * 'transaction' (the statement stays there); else the session's
+ * classification (bulkhead_classify()), as for a transaction's first
+ * statement.  For a statement that takes no permit (BEGIN, SET, SHOW, ...)
+ * source 'none' and no workload.  The query is planned, not run; planning
+ * it needs the privileges running it would.
  */
 Datum
 bulkhead_classify_query(PG_FUNCTION_ARGS)
@@ -352,6 +381,7 @@ bulkhead_classify_query(PG_FUNCTION_ARGS)
 	const char *lane = NULL;
 	int32		position = 0;
 	bool		snapshot = false;
+	char		held[NAMEDATALEN];
 
 	bulkhead_check_loaded();
 	query = text_to_cstring(PG_GETARG_TEXT_PP(0));
@@ -385,5 +415,7 @@ bulkhead_classify_query(PG_FUNCTION_ARGS)
 		lane = bulkhead_lane_of(kind, has_cost, cost, &position);
 	if (lane != NULL)
 		return bulkhead_classification_row(fcinfo, lane, "rule", position, true);
+	if (transaction_lane(held))
+		return bulkhead_classification_row(fcinfo, held, "transaction", 0, false);
 	return bulkhead_classify(fcinfo);
 }
