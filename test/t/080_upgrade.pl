@@ -1,5 +1,5 @@
-# 080_upgrade.pl: the upgrade path, 1.0 -> 1.1 -> 1.2 -> 1.3, and to 1.3
-# from a fresh install of each earlier release.  A 1.0 install keeps
+# 080_upgrade.pl: the upgrade path, 1.0 -> 1.1 -> 1.2 -> 1.3 -> 1.4, and to
+# 1.4 from a fresh install of each earlier release.  A 1.0 install keeps
 # working with the new library until it is updated; each ALTER EXTENSION
 # bulkhead UPDATE keeps the workloads; afterwards the extension's objects
 # are exactly those of a fresh CREATE EXTENSION at the default version (compared through the catalogs by
@@ -17,7 +17,7 @@ use Test::More;
 use BulkheadTest;
 
 my $objects_sql = slurp_file("$FindBin::RealBin/extension_objects.sql");
-my $default_version = '1.3';
+my $default_version = '1.4';
 
 my $node = PostgreSQL::Test::Cluster->new('upgrade');
 $node->init;
@@ -102,14 +102,14 @@ is($node->safe_psql('postgres',
 		'SELECT name, parent IS NULL, reserved, weight FROM bulkhead_workload ORDER BY name'),
 	"batch|t|0|100\nreports|t|0|100",
 	'1.2\'s columns take their defaults: roots, nothing reserved, weight 100');
-# third step: 1.2 -> 1.3 (the default version).  An operator closed
+# third step: 1.2 -> 1.3.  An operator closed
 # bulkhead_stats to all but a role, and made a view on it: the update keeps
 # both (it replaces the view rather than dropping it).
 $node->safe_psql('postgres', q{
 	REVOKE SELECT ON bulkhead_stats FROM PUBLIC;
 	GRANT SELECT ON bulkhead_stats TO bh_reader;
 	CREATE VIEW my_stats AS SELECT workload, running FROM bulkhead_stats;});
-$node->safe_psql('postgres', 'ALTER EXTENSION bulkhead UPDATE');
+$node->safe_psql('postgres', "ALTER EXTENSION bulkhead UPDATE TO '1.3'");
 is($node->safe_psql('postgres', q{
 		SELECT has_table_privilege('public', 'bulkhead_stats', 'SELECT'),
 		       has_table_privilege('bh_reader', 'bulkhead_stats', 'SELECT'),
@@ -121,7 +121,7 @@ $node->safe_psql('postgres', q{
 	REVOKE SELECT ON bulkhead_stats FROM bh_reader;});
 is($node->safe_psql('postgres',
 		"SELECT extversion FROM pg_extension WHERE extname = 'bulkhead'"),
-	$default_version, "updated to $default_version");
+	'1.3', 'updated to 1.3');
 is($node->safe_psql('postgres', $rows_sql),
 	$rows_before, 'the workload rows survive the update to 1.3');
 is($node->safe_psql('postgres',
@@ -170,6 +170,32 @@ is($node->safe_psql('postgres', q{
 		SELECT bulkhead_release('batch');}),
 	"\n1\n", 'permits work after the update');
 
+# fourth step: 1.3 -> 1.4 (the default version).  The operator closes the
+# views to all but a role and makes views on them: the update keeps both.
+$node->safe_psql('postgres', q{
+	REVOKE SELECT ON bulkhead_stats, bulkhead_activity FROM PUBLIC;
+	GRANT SELECT ON bulkhead_stats, bulkhead_activity TO bh_reader;
+	CREATE VIEW my_stats AS SELECT workload, running FROM bulkhead_stats;
+	CREATE VIEW my_activity AS SELECT pid, workload FROM bulkhead_activity;});
+$node->safe_psql('postgres', 'ALTER EXTENSION bulkhead UPDATE');
+is($node->safe_psql('postgres',
+		"SELECT extversion FROM pg_extension WHERE extname = 'bulkhead'"),
+	$default_version, "updated to $default_version");
+is($node->safe_psql('postgres', q{
+		SELECT has_table_privilege('public', 'bulkhead_stats', 'SELECT'),
+		       has_table_privilege('bh_reader', 'bulkhead_stats', 'SELECT'),
+		       has_table_privilege('public', 'bulkhead_activity', 'SELECT'),
+		       has_table_privilege('bh_reader', 'bulkhead_activity', 'SELECT'),
+		       (SELECT count(*) FROM my_stats), (SELECT count(*) FROM my_activity)}),
+	'f|t|f|t|2|0',
+	"the update to $default_version keeps the privileges on the views and the views on them");
+$node->safe_psql('postgres', q{
+	DROP VIEW my_stats, my_activity;
+	GRANT SELECT ON bulkhead_stats, bulkhead_activity TO PUBLIC;
+	REVOKE SELECT ON bulkhead_stats, bulkhead_activity FROM bh_reader;});
+is($node->safe_psql('postgres', $rows_sql),
+	$rows_before, "the workload rows survive the update to $default_version");
+
 # A fresh install at the default version, in another database (changes to
 # the workload table there are refused, but creating the extension is not)
 $node->safe_psql('postgres', 'CREATE DATABASE fresh');
@@ -197,7 +223,7 @@ ok($updated eq $fresh,
 # default version has the objects of a fresh install too; so has 1.0 updated
 # in one step through every script in between (ALTER EXTENSION finds the
 # path).
-foreach my $from ('1.2', '1.1', '1.0')
+foreach my $from ('1.3', '1.2', '1.1', '1.0')
 {
 	my $db = 'from_' . ($from =~ s/\./_/r);
 	$node->safe_psql('postgres', "CREATE DATABASE $db");
