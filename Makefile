@@ -29,6 +29,10 @@ OBJS = \
 	src/rules.o \
 	src/follow.o \
 	src/caps.o \
+	src/memreq.o \
+	src/grants.o \
+	src/memory.o \
+	src/memviews.o \
 	src/lanes.o \
 	src/gate.o \
 	src/statement.o \
@@ -60,7 +64,7 @@ FIXED_LOCALE = --encoding=UTF8 --no-locale
 # pg_regress: sql/<name>.sql against expected/<name>.out
 REGRESS = setup workload_table permits call_shapes failed_statement scopes guards \
 	guard_levels errors stats transparent bad_input privileges rules adaptive \
-	budgets holds lanes
+	budgets holds lanes memory
 REGRESS_OPTS = --temp-instance=./tmp_check_regress $(FIXED_LOCALE) \
 	--temp-config=$(srcdir)/test/regress.conf
 

@@ -1,3 +1,124 @@
 /* bulkhead--1.3--1.4.sql: update an installed bulkhead 1.3 to 1.4 */
 
 \echo Use "ALTER EXTENSION bulkhead UPDATE TO '1.4'" to load this file. \quit
+
+-- 1.4: memory grants.  A workload's max_memory bounds the memory its
+-- running statements (a budget: its subtree's) may be granted at once,
+-- with units as a memory setting takes them; NULL: no limit.  A statement
+-- waits for its grant up to memory_timeout (NULL: queue_timeout), then runs
+-- with less (work_mem lowered), never an error.  The check raises 22023 for
+-- a value a memory setting would refuse, or one below 64 kB.
+CREATE FUNCTION @extschema@.bulkhead_check_memory(max_memory text, workload text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'bulkhead_check_memory'
+LANGUAGE C STABLE PARALLEL SAFE;
+
+ALTER TABLE @extschema@.bulkhead_workload
+    ADD COLUMN max_memory text
+        CONSTRAINT bulkhead_workload_max_memory_valid
+        CHECK (@extschema@.bulkhead_check_memory(max_memory, name)),
+    ADD COLUMN memory_timeout interval
+        CONSTRAINT bulkhead_workload_memory_timeout_nonnegative
+        CHECK (memory_timeout >= '0');
+
+-- bulkhead_stats and bulkhead_activity gain their last columns from
+-- functions of their own: the views are replaced, not dropped, so that the
+-- privileges an operator set on them (and views of theirs on them) stay.
+CREATE FUNCTION @extschema@.bulkhead_memory_stats(
+    OUT workload text,
+    OUT max_memory text,
+    OUT memory_granted bigint,
+    OUT memory_waiting integer,
+    OUT memory_waits bigint,
+    OUT memory_shrunk bigint,
+    OUT memory_wait_p99_ms double precision)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'bulkhead_memory_stats'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE OR REPLACE VIEW @extschema@.bulkhead_stats AS
+    SELECT s.*, l.settings,
+           m.max_memory, m.memory_granted, m.memory_waiting, m.memory_waits,
+           m.memory_shrunk, m.memory_wait_p99_ms
+      FROM @extschema@.bulkhead_stats() s
+      LEFT JOIN @extschema@.bulkhead_lane_settings() l ON l.workload = s.workload
+      LEFT JOIN @extschema@.bulkhead_memory_stats() m ON m.workload = s.workload;
+
+CREATE FUNCTION @extschema@.bulkhead_memory_activity(
+    OUT pid integer,
+    OUT workload text,
+    OUT memory_requested bigint,
+    OUT memory_granted bigint,
+    OUT waiting boolean)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'bulkhead_memory_activity'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE OR REPLACE VIEW @extschema@.bulkhead_activity AS
+    SELECT a.pid, a.workload,
+           CASE WHEN m.waiting THEN 'waiting for memory' ELSE a.state END AS state,
+           a.scope, a.since, a.wait_ms, a.moved_from, a.key,
+           m.memory_requested, m.memory_granted
+      FROM @extschema@.bulkhead_activity() a
+      LEFT JOIN @extschema@.bulkhead_memory_activity() m
+             ON m.pid = a.pid AND m.workload = a.workload AND a.state = 'running';
+
+-- The server's memory grants (bulkhead.max_memory), one row
+CREATE FUNCTION @extschema@.bulkhead_memory(
+    OUT max_memory text,
+    OUT memory_granted bigint,
+    OUT memory_waiting integer,
+    OUT memory_waits bigint,
+    OUT memory_shrunk bigint,
+    OUT memory_wait_p99_ms double precision,
+    OUT stats_reset timestamptz)
+RETURNS record
+AS 'MODULE_PATHNAME', 'bulkhead_memory'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE VIEW @extschema@.bulkhead_memory AS
+    SELECT * FROM @extschema@.bulkhead_memory();
+
+GRANT SELECT ON @extschema@.bulkhead_memory TO PUBLIC;
+
+-- bulkhead_classify(query) gains memory_requested: a new result type, so
+-- the function is made again, with the grants an operator made on the 1.3
+-- one (see 1.1 -> 1.2 for why the copies leave pg_init_privs).
+DO $$
+DECLARE
+    acl aclitem[];
+    g record;
+BEGIN
+    SELECT p.proacl INTO acl FROM pg_catalog.pg_proc p
+     WHERE p.oid OPERATOR(pg_catalog.=)
+           pg_catalog.to_regprocedure('@extschema@.bulkhead_classify(text)');
+    DROP FUNCTION @extschema@.bulkhead_classify(text);
+    CREATE FUNCTION @extschema@.bulkhead_classify(
+        query text,
+        OUT workload text,
+        OUT source text,
+        OUT rule_position integer,
+        OUT memory_requested bigint)
+    RETURNS record
+    AS 'MODULE_PATHNAME', 'bulkhead_classify_query'
+    LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+    IF acl IS NOT NULL THEN
+        REVOKE ALL ON FUNCTION @extschema@.bulkhead_classify(text) FROM PUBLIC;
+        FOR g IN SELECT a.grantee FROM pg_catalog.aclexplode(acl) a
+                  WHERE a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+        LOOP
+            IF g.grantee OPERATOR(pg_catalog.=) 0 THEN
+                GRANT EXECUTE ON FUNCTION @extschema@.bulkhead_classify(text) TO PUBLIC;
+            ELSE
+                EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.bulkhead_classify(text) TO %s',
+                                          g.grantee::pg_catalog.regrole::pg_catalog.text);
+            END IF;
+        END LOOP;
+        DELETE FROM pg_catalog.pg_init_privs
+         WHERE objoid OPERATOR(pg_catalog.=)
+               pg_catalog.to_regprocedure('@extschema@.bulkhead_classify(text)')::pg_catalog.oid
+           AND classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+           AND objsubid OPERATOR(pg_catalog.=) 0;
+    END IF;
+END
+$$;

@@ -10,6 +10,14 @@ RETURNS boolean
 AS 'MODULE_PATHNAME', 'bulkhead_check_settings'
 LANGUAGE C STABLE PARALLEL SAFE;
 
+-- 1.4: the check of a workload's max_memory: raises 22023 for a value a
+-- memory setting would refuse ('700MB', '2GB' and a number of kB are
+-- taken), or one below 64 kB; NULL passes.
+CREATE FUNCTION @extschema@.bulkhead_check_memory(max_memory text, workload text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'bulkhead_check_memory'
+LANGUAGE C STABLE PARALLEL SAFE;
+
 -- Workload definitions: the table is the configuration API.  The background
 -- worker reads it in the database named by bulkhead.database; a committed
 -- change reaches shared memory within a second.
@@ -105,7 +113,18 @@ CREATE TABLE @extschema@.bulkhead_workload (
     -- every statement run while a permit of the workload is held.
     settings          text[]
                       CONSTRAINT bulkhead_workload_settings_valid
-                      CHECK (@extschema@.bulkhead_check_settings(settings, name))
+                      CHECK (@extschema@.bulkhead_check_settings(settings, name)),
+    -- 1.4: memory grants.  The memory the workload's running statements
+    -- (a budget: its subtree's) may be granted at once, with units as a
+    -- memory setting takes them; NULL: no limit.  A statement waits for
+    -- its grant up to memory_timeout (NULL: queue_timeout), then runs with
+    -- less (work_mem lowered), never an error.
+    max_memory        text
+                      CONSTRAINT bulkhead_workload_max_memory_valid
+                      CHECK (@extschema@.bulkhead_check_memory(max_memory, name)),
+    memory_timeout    interval
+                      CONSTRAINT bulkhead_workload_memory_timeout_nonnegative
+                      CHECK (memory_timeout >= '0')
 );
 
 COMMENT ON TABLE @extschema@.bulkhead_workload IS
@@ -227,10 +246,30 @@ RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'bulkhead_lane_settings'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
+-- 1.4: each workload's memory grants, which the view adds to its last
+-- columns: max_memory as written, the bytes granted to its running
+-- statements now (a budget: its subtree's), the statements waiting now,
+-- and since stats_reset the statements that waited, that ran with less
+-- than they requested, and the 99th percentile of the waits
+CREATE FUNCTION @extschema@.bulkhead_memory_stats(
+    OUT workload text,
+    OUT max_memory text,
+    OUT memory_granted bigint,
+    OUT memory_waiting integer,
+    OUT memory_waits bigint,
+    OUT memory_shrunk bigint,
+    OUT memory_wait_p99_ms double precision)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'bulkhead_memory_stats'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
 CREATE VIEW @extschema@.bulkhead_stats AS
-    SELECT s.*, l.settings
+    SELECT s.*, l.settings,
+           m.max_memory, m.memory_granted, m.memory_waiting, m.memory_waits,
+           m.memory_shrunk, m.memory_wait_p99_ms
       FROM @extschema@.bulkhead_stats() s
-      LEFT JOIN @extschema@.bulkhead_lane_settings() l ON l.workload = s.workload;
+      LEFT JOIN @extschema@.bulkhead_lane_settings() l ON l.workload = s.workload
+      LEFT JOIN @extschema@.bulkhead_memory_stats() m ON m.workload = s.workload;
 
 CREATE FUNCTION @extschema@.bulkhead_activity(
     OUT pid integer,
@@ -245,8 +284,45 @@ RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'bulkhead_activity'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
+-- 1.4: each backend's memory grant: the workload its statements are
+-- charged to (NULL: none, the server's limit only), what they requested
+-- and were granted (bytes), and whether one waits for its grant
+CREATE FUNCTION @extschema@.bulkhead_memory_activity(
+    OUT pid integer,
+    OUT workload text,
+    OUT memory_requested bigint,
+    OUT memory_granted bigint,
+    OUT waiting boolean)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'bulkhead_memory_activity'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+-- The row of the permit a backend's statements are charged to shows their
+-- memory, and the state 'waiting for memory' while one waits for it
 CREATE VIEW @extschema@.bulkhead_activity AS
-    SELECT * FROM @extschema@.bulkhead_activity();
+    SELECT a.pid, a.workload,
+           CASE WHEN m.waiting THEN 'waiting for memory' ELSE a.state END AS state,
+           a.scope, a.since, a.wait_ms, a.moved_from, a.key,
+           m.memory_requested, m.memory_granted
+      FROM @extschema@.bulkhead_activity() a
+      LEFT JOIN @extschema@.bulkhead_memory_activity() m
+             ON m.pid = a.pid AND m.workload = a.workload AND a.state = 'running';
+
+-- 1.4: the server's memory grants (bulkhead.max_memory), one row
+CREATE FUNCTION @extschema@.bulkhead_memory(
+    OUT max_memory text,
+    OUT memory_granted bigint,
+    OUT memory_waiting integer,
+    OUT memory_waits bigint,
+    OUT memory_shrunk bigint,
+    OUT memory_wait_p99_ms double precision,
+    OUT stats_reset timestamptz)
+RETURNS record
+AS 'MODULE_PATHNAME', 'bulkhead_memory'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE VIEW @extschema@.bulkhead_memory AS
+    SELECT * FROM @extschema@.bulkhead_memory();
 
 -- 1.2: the keys in use (holding or waiting), per workload.  Keys name
 -- tenants: readable by pg_read_all_stats, as other sessions' queries are.
@@ -291,6 +367,7 @@ REVOKE ALL ON FUNCTION @extschema@.bulkhead_stats_reset(text) FROM PUBLIC;
 
 GRANT SELECT ON @extschema@.bulkhead_stats TO PUBLIC;
 GRANT SELECT ON @extschema@.bulkhead_activity TO PUBLIC;
+GRANT SELECT ON @extschema@.bulkhead_memory TO PUBLIC;
 
 -- Classification rules: the first row in position order that matches a
 -- session names the workload its transactions take, as bulkhead.workload
@@ -371,14 +448,16 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 -- 1.3: the workload the calling session's next statement would run in if
 -- it were query, and why (inside a transaction block that holds its
 -- automatic permit, a query no statement rule matches stays there: source
--- 'transaction'): the query is planned, not run.
+-- 'transaction'), and (1.4) the memory it would request (bytes): the
+-- query is planned, not run.
 -- STRICT, as bulkhead_classify(pid): bulkhead_classify(NULL), which may
 -- mean either, answers a row of NULLs.
 CREATE FUNCTION @extschema@.bulkhead_classify(
     query text,
     OUT workload text,
     OUT source text,
-    OUT rule_position integer)
+    OUT rule_position integer,
+    OUT memory_requested bigint)
 RETURNS record
 AS 'MODULE_PATHNAME', 'bulkhead_classify_query'
 LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;

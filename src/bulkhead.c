@@ -16,6 +16,7 @@
 #include "adaptive.h"
 #include "cpus.h"
 #include "functions.h"
+#include "grants.h"
 #include "hooks.h"
 #include "local.h"
 #include "rules.h"
@@ -50,6 +51,7 @@ bulkhead_shmem_request_hook(void)
 		prev_shmem_request_hook();
 	bulkhead_shmem_request();
 	bulkhead_rules_shmem_request();
+	bulkhead_grants_shmem_request();
 }
 #endif
 
@@ -62,6 +64,7 @@ bulkhead_shmem_startup_hook(void)
 	if (bulkhead_shmem_startup())
 		bulkhead_statsfile_restore();
 	bulkhead_rules_shmem_startup();
+	bulkhead_grants_shmem_startup();
 
 	/* the postmaster saves the statistics when it shuts down */
 	if (!IsUnderPostmaster)
@@ -78,6 +81,7 @@ _PG_init(void)
 	bulkhead_shmem_init();
 	bulkhead_functions_init();
 	bulkhead_rules_init();
+	bulkhead_grants_init();
 	bulkhead_adaptive_init();
 	bulkhead_cpus_init();
 
@@ -93,6 +97,7 @@ _PG_init(void)
 #else
 	bulkhead_shmem_request();
 	bulkhead_rules_shmem_request();
+	bulkhead_grants_shmem_request();
 #endif
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = bulkhead_shmem_startup_hook;

@@ -18,6 +18,7 @@
 #include "shmem.h"
 
 #include "fmgr.h"
+#include "miscadmin.h"
 #include "utils/array.h"
 
 /* The name of setting i (BulkheadCapSetting), as guc.c knows it */
@@ -34,6 +35,27 @@ extern const char *bulkhead_cap_name(int i);
 extern void bulkhead_caps_parse(ArrayType *settings, const char *workload,
 								int elevel, BulkheadCaps *caps,
 								char written[][BULKHEAD_CAP_TEXTLEN]);
+
+/*
+ * The value a setting of memory grants' (1.4: work_mem, hash_mem_multiplier,
+ * maintenance_work_mem, max_parallel_maintenance_workers) has under caps:
+ * the session's, or the cap if it is lower.
+ */
+static inline double
+bulkhead_caps_value(const BulkheadCaps *caps, int i)
+{
+	double		value = i == BULKHEAD_CAP_WORK_MEM ? work_mem :
+		i == BULKHEAD_CAP_HASH_MEM_MULTIPLIER ? hash_mem_multiplier :
+		i == BULKHEAD_CAP_MAINTENANCE_WORK_MEM ? maintenance_work_mem :
+		max_parallel_maintenance_workers;
+
+	Assert(i == BULKHEAD_CAP_WORK_MEM || i == BULKHEAD_CAP_HASH_MEM_MULTIPLIER ||
+		   i == BULKHEAD_CAP_MAINTENANCE_WORK_MEM ||
+		   i == BULKHEAD_CAP_PARALLEL_MAINTENANCE);
+	if ((caps->mask & (1 << i)) && caps->value[i] < value)
+		return caps->value[i];
+	return value;
+}
 
 /* into: the smaller of each setting capped by into or by caps */
 extern void bulkhead_caps_combine(BulkheadCaps *into, const BulkheadCaps *caps);

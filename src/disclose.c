@@ -19,9 +19,12 @@
  * bulkhead_stats.  Others get the same SQLSTATE with a message that names
  * no other workload.
  *
+ * And which backends a view shows the current user (views.c, memviews.c):
+ * those pg_stat_activity would.
+ *
  * Reads the catalogs only (called on error paths, in a transaction); owns
- * no state; calls no other module.  Called by treecheck.c, catalog.c and
- * permit.c.
+ * no state; calls no other module.  Called by treecheck.c, catalog.c,
+ * permit.c, views.c and memviews.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -37,6 +40,7 @@
 #include "nodes/value.h"
 #include "parser/parse_func.h"
 #include "parser/parse_relation.h"
+#include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
@@ -126,4 +130,28 @@ bulkhead_may_read_stats(Oid user)
 #else
 	return pg_proc_aclcheck(func, user, ACL_EXECUTE) == ACLCHECK_OK;
 #endif
+}
+
+/*
+ * May the current user see the backend pid (that used PGPROC procno) in a
+ * view?  pg_stat_activity's rule: members of pg_read_all_stats (see_all)
+ * see every backend, others those of roles whose privileges they have (the
+ * role a backend logged in as); and every backend sees its own rows,
+ * whatever role it has set.  A backend that has gone (or whose PGPROC now
+ * serves another pid) is shown only to the former.
+ */
+bool
+bulkhead_may_see_backend(int pid, int procno, bool see_all)
+{
+	PGPROC	   *proc;
+	Oid			role;
+
+	if (see_all || pid == MyProcPid)
+		return true;
+	proc = GetPGProcByNumber(procno);
+	role = proc->roleId;
+	pg_read_barrier();
+	if (proc->pid != pid || !OidIsValid(role))
+		return false;
+	return has_privs_of_role(GetUserId(), role);
 }

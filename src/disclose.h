@@ -16,5 +16,6 @@
 extern bool bulkhead_may_read_rows(Relation rel, const char *const *columns,
 								   int ncolumns);
 extern bool bulkhead_may_read_stats(Oid user);
+extern bool bulkhead_may_see_backend(int pid, int procno, bool see_all);
 
 #endif							/* BULKHEAD_DISCLOSE_H */

@@ -35,8 +35,14 @@
  * workers lowered to the cap of max_parallel_workers_per_gather when its
  * executor starts.
  *
+ * Memory grants (1.4).  A statement's executor start is where it is
+ * granted its memory (memory.c), after its lane is known and before the
+ * standard start, and its end where the grant is returned; a statement
+ * that runs shrunk has its work_mem lowered around each phase, as a cap.
+ * A utility that uses maintenance_work_mem is granted it for its run.
+ *
  * Owns no state of its own but the hooks' previous values.  Called by
- * bulkhead.c (init); calls gate.c, lanes.c, caps.c, statement.c, rules.c,
+ * bulkhead.c (init); calls gate.c, lanes.c, caps.c, memory.c, statement.c, rules.c,
  * local.c and follow.c.
  *
  *-------------------------------------------------------------------------
@@ -47,6 +53,7 @@
 #include "gate.h"
 #include "lanes.h"
 #include "local.h"
+#include "memory.h"
 #include "rules.h"
 #include "statement.h"
 
@@ -84,6 +91,7 @@ static planner_hook_type prev_planner = NULL;
 static ExecutorStart_hook_type prev_ExecutorStart = NULL;
 static ExecutorRun_hook_type prev_ExecutorRun = NULL;
 static ExecutorFinish_hook_type prev_ExecutorFinish = NULL;
+static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
 /*
@@ -308,7 +316,9 @@ hooks_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	bulkhead_local_follow_moves();
 	gate_executor_start(queryDesc, eflags);
 	bulkhead_caps_parallel_workers(queryDesc, &bulkhead_caps_in_force);
-	frame = bulkhead_caps_enter(&bulkhead_caps_in_force);
+	/* its memory grant (1.4), before the nodes that fix their limit here */
+	frame = bulkhead_caps_enter(bulkhead_memory_start(queryDesc, eflags,
+													  &bulkhead_caps_in_force));
 	start_next(queryDesc, eflags);
 	bulkhead_caps_leave(frame);
 }
@@ -321,7 +331,7 @@ hooks_ExecutorRun(RUN_PARAMS)
 	/* a portal resumed in a transaction that lost its permit since */
 	if (bulkhead_nesting == 0 && !bulkhead_gate_passed())
 		(void) bulkhead_gate_transaction(NULL);
-	frame = bulkhead_caps_enter(&bulkhead_caps_in_force);
+	frame = bulkhead_caps_enter(bulkhead_memory_caps(queryDesc, &bulkhead_caps_in_force));
 	run_next(RUN_ARGS);
 	bulkhead_caps_leave(frame);
 }
@@ -337,9 +347,21 @@ hooks_ExecutorFinish(QueryDesc *queryDesc)
 
 	if (queryDesc->operation != CMD_SELECT ||
 		queryDesc->plannedstmt->hasModifyingCTE)
-		frame = bulkhead_caps_enter(&bulkhead_caps_in_force);
+		frame = bulkhead_caps_enter(bulkhead_memory_caps(queryDesc,
+														 &bulkhead_caps_in_force));
 	finish_next(queryDesc);
 	bulkhead_caps_leave(frame);
+}
+
+/* The executor's end returns the statement's memory grant (1.4) */
+static void
+hooks_ExecutorEnd(QueryDesc *queryDesc)
+{
+	if (prev_ExecutorEnd)
+		prev_ExecutorEnd(queryDesc);
+	else
+		standard_ExecutorEnd(queryDesc);
+	bulkhead_memory_end(queryDesc);
 }
 
 /*
@@ -369,9 +391,9 @@ typedef enum UtilityCaps
 } UtilityCaps;
 
 static UtilityCaps
-utility_caps(Node *stmt, ProcessUtilityContext context)
+utility_caps(Node *stmt, ProcessUtilityContext context, const BulkheadCaps *caps)
 {
-	if (bulkhead_caps_in_force.mask == 0)
+	if (caps->mask == 0)
 		return CAPS_NONE;
 	switch (nodeTag(stmt))
 	{
@@ -462,6 +484,7 @@ utility_next(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 	PG_CATCH();
 	{
 		bulkhead_nesting--;
+		bulkhead_memory_utility_end(pstmt->utilityStmt);
 		if (top)
 			bulkhead_statement_undefer();
 		if (session_capped)
@@ -489,19 +512,23 @@ hooks_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	UtilityCaps caps;
 	bool		session_capped = false;
 	BulkheadCapsFrame frame = {0, 0};
+	const BulkheadCaps *in_force;
 
 	bulkhead_caps_restore_pending();
 	bulkhead_local_follow_moves();
 	hold = gate_utility(stmt, queryString, context);
-	caps = utility_caps(stmt, context);
+	/* its memory grant (1.4), held over its own commits until its end */
+	in_force = bulkhead_memory_utility_start(stmt, &bulkhead_caps_in_force);
+	caps = utility_caps(stmt, context, in_force);
 	if (hold)
 		bulkhead_gate_hold_for_utility(true);
 	if (caps == CAPS_SESSION)
-		session_capped = bulkhead_caps_enter_session(&bulkhead_caps_in_force);
+		session_capped = bulkhead_caps_enter_session(in_force);
 	else if (caps == CAPS_LEVEL)
-		frame = bulkhead_caps_enter(&bulkhead_caps_in_force);
+		frame = bulkhead_caps_enter(in_force);
 	utility_next(pstmt, queryString, readOnlyTree, context, params, queryEnv,
 				 dest, qc, top, session_capped, hold);
+	bulkhead_memory_utility_end(stmt);
 	if (top)
 		bulkhead_statement_undefer();
 	bulkhead_caps_leave(frame);
@@ -539,9 +566,12 @@ bulkhead_hooks_init(void)
 	ExecutorRun_hook = hooks_ExecutorRun;
 	prev_ExecutorFinish = ExecutorFinish_hook;
 	ExecutorFinish_hook = hooks_ExecutorFinish;
+	prev_ExecutorEnd = ExecutorEnd_hook;
+	ExecutorEnd_hook = hooks_ExecutorEnd;
 	prev_ProcessUtility = ProcessUtility_hook;
 	ProcessUtility_hook = hooks_ProcessUtility;
 	RegisterXactCallback(hooks_xact_callback, NULL);
 	bulkhead_gate_init();
 	bulkhead_caps_init();
+	bulkhead_memory_init();
 }

@@ -38,6 +38,7 @@
 #include "lanes.h"
 #include "caps.h"
 #include "local.h"
+#include "memreq.h"
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
@@ -254,10 +255,13 @@ bulkhead_planning_caps(const BulkheadCaps *in_force, bool first)
 
 /*---- bulkhead_classify(query) ----*/
 
-/* The kind and cost of the statement that stmt runs; false: none matches */
+/*
+ * The kind and cost of the statement that stmt runs, and its plan (or its
+ * utility command) for its memory; false: none matches (nor runs)
+ */
 static bool
 describe(RawStmt *raw, const char *query, uint8 *kind, bool *has_cost,
-		 double *cost)
+		 double *cost, PlannedStmt **plan_out, Node **utility_out)
 {
 	Oid		   *types = NULL;
 	int			ntypes = 0;
@@ -277,7 +281,7 @@ describe(RawStmt *raw, const char *query, uint8 *kind, bool *has_cost,
 		inner->stmt = explain->query;
 		inner->stmt_location = raw->stmt_location;
 		inner->stmt_len = raw->stmt_len;
-		return describe(inner, query, kind, has_cost, cost);
+		return describe(inner, query, kind, has_cost, cost, plan_out, utility_out);
 	}
 
 	/* parameters ($1, ...) are allowed, their types deduced */
@@ -296,6 +300,7 @@ describe(RawStmt *raw, const char *query, uint8 *kind, bool *has_cost,
 					 errmsg("bulkhead_classify cannot classify EXECUTE"),
 					 errhint("Classify the prepared statement's query itself.")));
 		*kind = BULKHEAD_CMD_UTILITY;
+		*utility_out = q->utilityStmt;
 		return true;
 	}
 #if PG_VERSION_NUM >= 190000
@@ -312,7 +317,35 @@ describe(RawStmt *raw, const char *query, uint8 *kind, bool *has_cost,
 	*kind = bulkhead_statement_kind(plan->commandType);
 	*has_cost = true;
 	*cost = plan->planTree->total_cost;
+	*plan_out = plan;
 	return true;
+}
+
+/*
+ * The memory (bytes) a statement of plan (or utility) would request in
+ * workload (NULL: none), as it would run there: with the caps in force and
+ * the workload's (1.4, memory grants).  0 for one that runs nothing.
+ */
+static int64
+memory_of(PlannedStmt *plan, Node *utility, const char *workload)
+{
+	BulkheadCaps caps = bulkhead_caps_in_force;
+	BulkheadCaps lane;
+	BulkheadMemRequest req;
+
+	if (workload != NULL && workload_caps(workload, &lane))
+		bulkhead_caps_combine(&caps, &lane);
+	if (plan != NULL)
+		bulkhead_memreq_plan(plan, (int) bulkhead_caps_value(&caps, BULKHEAD_CAP_WORK_MEM),
+							 bulkhead_caps_value(&caps, BULKHEAD_CAP_HASH_MEM_MULTIPLIER),
+							 &req);
+	else if (utility == NULL ||
+			 !bulkhead_memreq_utility(utility,
+									  (int) bulkhead_caps_value(&caps, BULKHEAD_CAP_MAINTENANCE_WORK_MEM),
+									  (int) bulkhead_caps_value(&caps, BULKHEAD_CAP_PARALLEL_MAINTENANCE),
+									  &req))
+		return 0;
+	return bulkhead_memreq_bytes(&req);
 }
 
 /*
@@ -382,6 +415,9 @@ bulkhead_classify_query(PG_FUNCTION_ARGS)
 	int32		position = 0;
 	bool		snapshot = false;
 	char		held[NAMEDATALEN];
+	PlannedStmt *plan = NULL;
+	Node	   *utility = NULL;
+	BulkheadClassification class;
 
 	bulkhead_check_loaded();
 	query = text_to_cstring(PG_GETARG_TEXT_PP(0));
@@ -400,22 +436,30 @@ bulkhead_classify_query(PG_FUNCTION_ARGS)
 	{
 		/* (transaction control, SET, SHOW, ...): no workload */
 		error_context_stack = context.previous;
-		return bulkhead_classification_row(fcinfo, NULL, "none", 0, false);
+		return bulkhead_classification_row(fcinfo, NULL, "none", 0, false, 0);
 	}
 	if (!ActiveSnapshotSet())
 	{
 		PushActiveSnapshot(GetTransactionSnapshot());
 		snapshot = true;
 	}
-	described = describe(raw, query, &kind, &has_cost, &cost);
+	described = describe(raw, query, &kind, &has_cost, &cost, &plan, &utility);
 	if (snapshot)
 		PopActiveSnapshot();
 	error_context_stack = context.previous;
 	if (described)
 		lane = bulkhead_lane_of(kind, has_cost, cost, &position);
 	if (lane != NULL)
-		return bulkhead_classification_row(fcinfo, lane, "rule", position, true);
+		return bulkhead_classification_row(fcinfo, lane, "rule", position, true,
+										   memory_of(plan, utility, lane));
 	if (transaction_lane(held))
-		return bulkhead_classification_row(fcinfo, held, "transaction", 0, false);
-	return bulkhead_classify(fcinfo);
+		return bulkhead_classification_row(fcinfo, held, "transaction", 0, false,
+										   memory_of(plan, utility, held));
+	bulkhead_classify_session(&class);
+	bulkhead_publish_classification(&class);
+	return bulkhead_classification_row(fcinfo, class.workload,
+									   bulkhead_class_source_name(class.source),
+									   class.position,
+									   class.source == BULKHEAD_CLASS_RULE,
+									   memory_of(plan, utility, class.workload));
 }

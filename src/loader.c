@@ -9,7 +9,8 @@
  * tried again at the worker's next tick.
  *
  * Owns shared->config_loaded and shared->rows_pending (under dir_lock);
- * changes slots through slot.c and the rule set through rules.c.  Called
+ * changes slots through slot.c, the rule set through rules.c and the
+ * memory grants' limits (1.4) through grants.c.  Called
  * by worker.c only.
  *
  *-------------------------------------------------------------------------
@@ -17,6 +18,7 @@
 #include "loader.h"
 #include "adaptive.h"
 #include "budget.h"
+#include "grants.h"
 #include "rules.h"
 #include "slot.h"
 #include "tables.h"
@@ -240,6 +242,47 @@ link_trees(void)
 }
 
 /*
+ * Memory grants (1.4): grants.c's copy of each slot's limit, shadow mode
+ * and place in its tree, made once the trees are linked; then its waiters
+ * that fit are served.  One lock at a time: the slot's, then grants.c's.
+ */
+static void
+publish_grants(void)
+{
+	BulkheadShared *shared = bulkhead_shared;
+	int			i;
+
+	for (i = 0; i < shared->nslots; i++)
+	{
+		BulkheadSlot *slot = &shared->slots[i];
+		char		name[NAMEDATALEN];
+		bool		defined;
+		int64		max_memory = -1;
+		int64		timeout_us = 0;
+		bool		shadow = false;
+		int			parent = -1;
+
+		bulkhead_slot_lock(slot, LW_SHARED);
+		defined = slot->in_use && slot->defined;
+		if (defined)
+		{
+			strlcpy(name, slot->name, NAMEDATALEN);
+			max_memory = slot->config.max_memory;
+			timeout_us = slot->config.memory_timeout_us >= 0 ?
+				slot->config.memory_timeout_us : slot->config.queue_timeout_us;
+			shadow = slot->config.shadow;
+			parent = slot->parent;
+		}
+		LWLockRelease(slot->lock);
+		if (defined)
+			bulkhead_grants_define(i, name, max_memory, timeout_us, shadow, parent);
+		else
+			bulkhead_grants_undefine(i);
+	}
+	bulkhead_grants_loaded();
+}
+
+/*
  * Make shared memory match the rows and the rules, in an order that never
  * leaves a rule naming a workload that is not defined (nor a child naming
  * a parent that is not), so that a rename
@@ -289,6 +332,7 @@ apply_config(WorkloadRow *rows, int nrows, const BulkheadRuleList *rules,
 	shared->config_loaded = loaded;
 	shared->rows_pending = skipped > 0;
 	LWLockRelease(shared->dir_lock);
+	publish_grants();
 	pg_atomic_fetch_add_u64(&shared->loads, 1);
 
 	if (skipped > 0)

@@ -442,8 +442,8 @@ bulkhead_statement_rules_version(void)
 
 /*---- SQL functions ----*/
 
-static const char *
-source_name(BulkheadClassSource source)
+const char *
+bulkhead_class_source_name(BulkheadClassSource source)
 {
 	switch (source)
 	{
@@ -459,14 +459,19 @@ source_name(BulkheadClassSource source)
 	return "none";
 }
 
-/* A (workload, source, rule_position) row; source NULL: all NULL */
+/*
+ * A (workload, source, rule_position[, memory_requested]) row; source
+ * NULL: all NULL.  memory_requested (bulkhead_classify(query), 1.4; < 0:
+ * NULL) is left out of a 1.3 install's three columns.
+ */
 Datum
 bulkhead_classification_row(FunctionCallInfo fcinfo, const char *workload,
-				   const char *source, int32 position, bool has_position)
+							const char *source, int32 position, bool has_position,
+							int64 memory_requested)
 {
 	TupleDesc	tupdesc;
-	Datum		values[3];
-	bool		nulls[3] = {true, true, true};
+	Datum		values[4];
+	bool		nulls[4] = {true, true, true, true};
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
@@ -485,6 +490,11 @@ bulkhead_classification_row(FunctionCallInfo fcinfo, const char *workload,
 			values[2] = Int32GetDatum(position);
 			nulls[2] = false;
 		}
+		if (memory_requested >= 0)
+		{
+			values[3] = Int64GetDatum(memory_requested);
+			nulls[3] = false;
+		}
 	}
 	return HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls));
 }
@@ -498,9 +508,9 @@ bulkhead_classify(PG_FUNCTION_ARGS)
 	bulkhead_check_loaded();
 	bulkhead_classify_session(&class);
 	bulkhead_publish_classification(&class);
-	return bulkhead_classification_row(fcinfo, class.workload, source_name(class.source),
+	return bulkhead_classification_row(fcinfo, class.workload, bulkhead_class_source_name(class.source),
 							  class.position,
-							  class.source == BULKHEAD_CLASS_RULE);
+							  class.source == BULKHEAD_CLASS_RULE, -1);
 }
 
 /*
@@ -531,7 +541,7 @@ bulkhead_classify_pid(PG_FUNCTION_ARGS)
 	proc = BackendPidGetProc(pid);
 	procno = proc ? BULKHEAD_PROCNO(proc) : -1;
 	if (procno < 0 || procno >= bulkhead_rules->nrecords)
-		return bulkhead_classification_row(fcinfo, NULL, NULL, 0, false);
+		return bulkhead_classification_row(fcinfo, NULL, NULL, 0, false, -1);
 
 	record = &bulkhead_rules->records[procno];
 	for (;;)
@@ -553,10 +563,10 @@ bulkhead_classify_pid(PG_FUNCTION_ARGS)
 	workload[NAMEDATALEN - 1] = '\0';
 
 	if (record_pid != pid)
-		return bulkhead_classification_row(fcinfo, NULL, NULL, 0, false);
+		return bulkhead_classification_row(fcinfo, NULL, NULL, 0, false, -1);
 	return bulkhead_classification_row(fcinfo, workload,
-							  source_name((BulkheadClassSource) source),
-							  position, source == BULKHEAD_CLASS_RULE);
+									   bulkhead_class_source_name((BulkheadClassSource) source),
+									   position, source == BULKHEAD_CLASS_RULE, -1);
 }
 
 /* How many rule evaluations all backends have made since the start */

@@ -160,7 +160,8 @@ extern void bulkhead_publish_classification(const BulkheadClassification *class)
 extern Datum bulkhead_classification_row(FunctionCallInfo fcinfo,
 										 const char *workload,
 										 const char *source, int32 position,
-										 bool has_position);
-extern PGDLLEXPORT Datum bulkhead_classify(PG_FUNCTION_ARGS);
+										 bool has_position,
+										 int64 memory_requested);
+extern const char *bulkhead_class_source_name(BulkheadClassSource source);
 
 #endif							/* BULKHEAD_RULES_H */

@@ -195,6 +195,12 @@ typedef struct BulkheadConfig
 	int			max_queued_per_key; /* 1.2: -1: no cap */
 	BulkheadCaps caps;			/* 1.3: the lane's settings */
 	char		cap_text[BULKHEAD_NUM_CAPS][BULKHEAD_CAP_TEXTLEN];	/* as written */
+	int64		max_memory;		/* 1.4: bytes its statements may be granted
+								 * at once (a budget: its subtree's); -1:
+								 * no limit */
+	int64		memory_timeout_us;	/* 1.4: the wait for a grant before a
+									 * statement runs with less */
+	char		max_memory_text[BULKHEAD_CAP_TEXTLEN];	/* as written; "": NULL */
 } BulkheadConfig;
 
 /* What the worker does to a holder past max_hold (runaway holders, 1.2) */

@@ -26,7 +26,8 @@
  * Called by admit.c (linking an admitted entry), local.c and permit.c (a
  * backend's own permits), waitgraph.c (holders stamp), proof.c (waking
  * waiters), loader.c and adaptive.c (definitions and limits), worker.c
- * (the reaper), views.c (stats reset) and statsfile.c (restore); calls
+ * (the reaper), views.c (stats reset), statsfile.c (restore) and grants.c
+ * (memory grants' figures); calls
  * stats.c, budget.c, blockers.c and keys.c.
  *
  *-------------------------------------------------------------------------
@@ -526,6 +527,22 @@ bulkhead_slot_reset_stats(BulkheadSlot *slot)
 	bulkhead_stats_clear(&slot->stats);
 	slot->stats.peak_running = slot->running;
 	slot->stats.peak_queued = slot->queued;
+}
+
+/* Memory grants (1.4, grants.c): a wait began, ended or shrunk, per level */
+void
+bulkhead_slot_count_memory(BulkheadSlot *slot, bool began, bool waited,
+						   uint64 wait_us, bool shrunk)
+{
+	for (;; slot = &bulkhead_shared->slots[slot->parent])
+	{
+		slot->stats.memory_waits += began ? 1 : 0;
+		slot->stats.memory_shrunk += shrunk ? 1 : 0;
+		if (waited)
+			bulkhead_hist_add(&slot->stats.memory_wait_hist, wait_us);
+		if (slot->parent < 0)
+			break;
+	}
 }
 
 /*

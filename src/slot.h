@@ -88,6 +88,8 @@ extern void bulkhead_slot_define(BulkheadSlot *slot, const char *name,
 								 const BulkheadConfig *config, int limit);
 extern void bulkhead_slot_undefine(BulkheadSlot *slot);
 extern void bulkhead_slot_reset_stats(BulkheadSlot *slot);
+extern void bulkhead_slot_count_memory(BulkheadSlot *slot, bool began,
+									   bool waited, uint64 wait_us, bool shrunk);
 extern int	bulkhead_slot_reap(BulkheadSlot *slot);
 extern void bulkhead_slot_restore(BulkheadSlot *slot, const char *name,
 								  const BulkheadStats *stats);

@@ -79,6 +79,13 @@ bulkhead_stats_add_hold(BulkheadStats *stats, uint64 usec)
 #endif
 }
 
+/* One duration into a histogram (memory waits, 1.4) */
+void
+bulkhead_hist_add(BulkheadHistogram *hist, uint64 usec)
+{
+	hist->count[bucket_of(usec)]++;
+}
+
 /* The p-quantile (0 < p <= 1) in microseconds, or -1 when empty */
 double
 bulkhead_hist_percentile(const BulkheadHistogram *hist, double p)

@@ -49,6 +49,11 @@ typedef struct BulkheadStats
 	uint64		over_hold;		/* holders that passed max_hold */
 	uint64		moved_out;		/* holders moved to move_to */
 	uint64		moved_in;		/* holders moved here from another */
+	/* new in 1.4 (memory grants), last for the same reason */
+	uint64		memory_waits;	/* statements that waited for a memory grant
+								 * (in shadow mode: that would have) */
+	uint64		memory_shrunk;	/* statements run with less than requested */
+	BulkheadHistogram memory_wait_hist;
 } BulkheadStats;
 
 /*
@@ -64,6 +69,7 @@ typedef struct BulkheadStats
 
 extern void bulkhead_stats_add_wait(BulkheadStats *stats, uint64 usec);
 extern void bulkhead_stats_add_hold(BulkheadStats *stats, uint64 usec);
+extern void bulkhead_hist_add(BulkheadHistogram *hist, uint64 usec);
 extern double bulkhead_hist_percentile(const BulkheadHistogram *hist, double p);
 extern void bulkhead_stats_clear(BulkheadStats *stats);
 

@@ -112,13 +112,14 @@ bulkhead_statsfile_restore(void)
 		return;
 	}
 	/*
-	 * A file of the 1.0 or 1.1 library holds records without the fields
+	 * A file of an older library (1.0 to 1.3) holds records without the fields
 	 * later versions appended to BulkheadStats: they are read as a prefix,
 	 * the rest zero.
 	 */
 	if (fread(header, sizeof(header), 1, file) != 1 ||
 		header[0] != STATS_MAGIC ||
 		(header[1] != sizeof(BulkheadStats) &&
+		 header[1] != offsetof(BulkheadStats, memory_waits) &&
 		 header[1] != offsetof(BulkheadStats, over_hold) &&
 		 header[1] != offsetof(BulkheadStats, deadlocks)))
 	{

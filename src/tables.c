@@ -19,6 +19,7 @@
 #include "tables.h"
 #include "caps.h"
 #include "catalog.h"
+#include "memreq.h"
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -28,8 +29,6 @@
 #include "utils/float.h"
 #include "utils/inet.h"
 #include "utils/snapmgr.h"
-
-
 
 static bool text_column(HeapTuple tuple, TupleDesc desc, int col, char *buf);
 
@@ -111,6 +110,15 @@ read_row(HeapTuple tuple, TupleDesc desc, WorkloadRow *row)
 								&c->caps, c->cap_text);
 	}
 
+	/* 1.4: memory grants (a bad max_memory, refused when written: none) */
+	c->max_memory = -1;
+	if (text_column(tuple, desc, 22, action) &&
+		bulkhead_memreq_parse_limit(action, row->name, WARNING, &c->max_memory))
+		strlcpy(c->max_memory_text, action, BULKHEAD_CAP_TEXTLEN);
+	name = SPI_getbinval(tuple, desc, 23, &isnull);	/* memory_timeout */
+	c->memory_timeout_us = isnull ? -1 :
+		(int64) Min(DatumGetFloat8(name), (double) (PG_INT64_MAX / 2));
+
 	roles = SPI_getbinval(tuple, desc, 9, &isnull);
 	if (!isnull)
 	{
@@ -132,7 +140,8 @@ read_row(HeapTuple tuple, TupleDesc desc, WorkloadRow *row)
  * The columns read from bulkhead_workload, in the order of the query in
  * read_table; adaptive and min_running are new in 1.1 (adaptive limits),
  * the next nine in 1.2 (shared budgets, runaway holders, max_bypass,
- * tenants), settings in 1.3 (lanes).
+ * tenants), settings in 1.3 (lanes), max_memory and memory_timeout in
+ * 1.4 (memory grants).
  */
 static const struct
 {
@@ -160,11 +169,13 @@ static const struct
 	{"max_bypass", INTERVALOID},
 	{"max_running_per_key", INT4OID},
 	{"max_queued_per_key", INT4OID},
-	{"settings", TEXTARRAYOID}
+	{"settings", TEXTARRAYOID},
+	{"max_memory", TEXTOID},
+	{"memory_timeout", INTERVALOID}
 };
 
 #define NUM_WORKLOAD_COLUMNS	((int) lengthof(workload_columns))
-#define NUM_1_0_COLUMNS			(NUM_WORKLOAD_COLUMNS - 12)
+#define NUM_1_0_COLUMNS			(NUM_WORKLOAD_COLUMNS - 14)
 
 /*
  * Has the extension's table the columns of 1.1's adaptive limit?  An
@@ -452,6 +463,7 @@ read_workloads(const BulkheadExtension *ext, MemoryContext cxt,
 	bool		adaptive;
 	bool		budgets;
 	bool		lanes;
+	bool		memory;
 	StringInfoData query;
 	WorkloadRow *rows;
 	int			nrows;
@@ -465,6 +477,9 @@ read_workloads(const BulkheadExtension *ext, MemoryContext cxt,
 	adaptive = check_workload_columns(relid);
 	budgets = check_1_2_columns(relid);
 	lanes = bulkhead_check_column(relid, "settings", TEXTARRAYOID, true);
+	memory = bulkhead_check_column(relid, "max_memory", TEXTOID, true);
+	if (memory)
+		(void) bulkhead_check_column(relid, "memory_timeout", INTERVALOID, false);
 	for (i = 0; i < NUM_WORKLOAD_COLUMNS; i++)
 		types[i] = workload_columns[i].type;
 	/* the queries' intervals are read as float8 */
@@ -473,6 +488,7 @@ read_workloads(const BulkheadExtension *ext, MemoryContext cxt,
 	types[7] = BOOLOID;
 	types[14] = FLOAT8OID;		/* max_hold */
 	types[17] = FLOAT8OID;		/* max_bypass */
+	types[22] = FLOAT8OID;		/* memory_timeout */
 
 	initStringInfo(&query);
 	appendStringInfo(&query,
@@ -481,7 +497,7 @@ read_workloads(const BulkheadExtension *ext, MemoryContext cxt,
 					 " pg_catalog.ceil(EXTRACT(epoch FROM statement_timeout) OPERATOR(pg_catalog.*) 1000)::pg_catalog.float8,"
 					 " pg_catalog.ceil(EXTRACT(epoch FROM lock_timeout) OPERATOR(pg_catalog.*) 1000)::pg_catalog.float8,"
 					 " pg_catalog.ceil(EXTRACT(epoch FROM idle_timeout) OPERATOR(pg_catalog.*) 1000)::pg_catalog.float8,"
-					 " mode OPERATOR(pg_catalog.=) 'shadow'::pg_catalog.text, roles, %s, %s, %s"
+					 " mode OPERATOR(pg_catalog.=) 'shadow'::pg_catalog.text, roles, %s, %s, %s, %s"
 					 " FROM %s ORDER BY name",
 					 adaptive ? "adaptive, min_running" :
 					 "false, 1",
@@ -494,6 +510,9 @@ read_workloads(const BulkheadExtension *ext, MemoryContext cxt,
 					 " 'log'::pg_catalog.text, NULL::pg_catalog.text, NULL::pg_catalog.float8,"
 					 " NULL::pg_catalog.int4, NULL::pg_catalog.int4",
 					 lanes ? "settings" : "NULL::pg_catalog.text[]",
+					 memory ? "max_memory,"
+					 " pg_catalog.ceil(EXTRACT(epoch FROM memory_timeout) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.float8" :
+					 "NULL::pg_catalog.text, NULL::pg_catalog.float8",
 					 bulkhead_qualified_table_name(relid));
 	if (SPI_execute(query.data, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read table \"bulkhead_workload\"");

@@ -15,6 +15,8 @@
  */
 #include "functions.h"
 #include "caps.h"
+#include "disclose.h"
+#include "grants.h"
 #include "entry_list.h"
 #include "slot.h"
 #include "budget.h"
@@ -281,28 +283,11 @@ copy_list(BulkheadEntryList *list, bool running, ActivityRow *rows, int n)
 	return n;
 }
 
-/*
- * May the current user see the backend that owns a row?  pg_stat_activity's
- * rule: members of pg_read_all_stats see every backend, others those of
- * roles whose privileges they have (the role a backend logged in as); and
- * every backend sees its own rows, whatever role it has set.  A row whose
- * backend has gone (or whose PGPROC now serves another pid) is shown only
- * to the former.
- */
+/* May the current user see the backend that owns a row?  (disclose.c) */
 static bool
 row_visible(const ActivityRow *row, bool see_all)
 {
-	PGPROC	   *proc;
-	Oid			role;
-
-	if (see_all || row->pid == MyProcPid)
-		return true;
-	proc = GetPGProcByNumber(row->procno);
-	role = proc->roleId;
-	pg_read_barrier();
-	if (proc->pid != row->pid || !OidIsValid(role))
-		return false;
-	return has_privs_of_role(GetUserId(), role);
+	return bulkhead_may_see_backend(row->pid, row->procno, see_all);
 }
 
 /*
@@ -474,6 +459,8 @@ bulkhead_stats_reset_all(PG_FUNCTION_ARGS)
 	bulkhead_check_loaded();
 	for (i = 0; i < bulkhead_shared->nslots; i++)
 		(void) reset_slot(&bulkhead_shared->slots[i], NULL);
+	/* and the server's memory grants' figures (1.4, bulkhead_memory) */
+	bulkhead_grants_server_reset();
 	PG_RETURN_VOID();
 }
 

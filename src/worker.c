@@ -28,6 +28,7 @@
  */
 #include "worker.h"
 #include "adaptive.h"
+#include "grants.h"
 #include "loader.h"
 #include "holds.h"
 #include "slot.h"
@@ -244,6 +245,8 @@ bulkhead_worker_main(Datum arg)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
+			/* bulkhead.max_memory may have risen: serve its waiters */
+			bulkhead_grants_loaded();
 		}
 	}
 }

@@ -1,0 +1,849 @@
+/*-------------------------------------------------------------------------
+ *
+ * grants.c
+ *	  Memory grants (1.4): the one owner of the memory counters.  A
+ *	  statement's request is granted when it fits at every level of its
+ *	  path (its workload, the budgets above it, the server) and no earlier
+ *	  waiter is short at one of them; otherwise it waits, its permit held,
+ *	  in one queue of the server's waiters kept in arrival order.
+ *
+ * Order.  Freed memory serves the waiters in the order they began to
+ * wait.  A waiter that cannot be served blocks, for every later waiter,
+ * its own workload (so that a later, smaller request of the same workload
+ * does not overtake it) and each level where it is short (so that nothing
+ * later takes what it waits for); a later waiter of another tree, where
+ * memory is free, is served.  A request larger than a level's max_memory
+ * is cut to it first, and one that exceeds a level even so (the floors of
+ * a shrunk statement) is granted once that level has nothing granted.
+ *
+ * After its timeout a waiter takes what is free then, shrunk to it, never
+ * an error; so does a statement that may not wait (a nested one, while its
+ * backend holds a grant: memory waits then never wait on each other).  A
+ * workload in shadow mode is granted what it asks at once, counted at
+ * every level (it is memory in use), and counted as a wait where it would
+ * have waited; a budget in shadow mode bounds nothing.
+ *
+ * All of it under one LWLock of its own (see grants.h for the fields): a
+ * grant or a release is one lock round trip, and a grant's path is walked
+ * in this module's copy of the trees, so that no slot lock is taken under
+ * it.  The workloads' cumulative figures are counted through slot.c after
+ * the lock is released.  Nothing here throws while the lock is held.
+ *
+ * Called by memory.c (the statements), loader.c (the worker's load),
+ * worker.c (a reload of bulkhead.max_memory), views.c and bulkhead.c;
+ * calls slot.c (statistics) and memreq.c (shrinking).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "grants.h"
+#include "slot.h"
+
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "storage/shmem.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+int			bulkhead_max_memory_kb = -1;
+int			bulkhead_memory_timeout_ms = 5000;
+
+typedef enum MemState
+{
+	MEM_IDLE = 0,
+	MEM_WAITING,				/* linked in the waiters' queue */
+	MEM_GRANTED					/* its wait was granted, not seen yet */
+} MemState;
+
+typedef struct MemLevel
+{
+	int64		max_memory;		/* bytes; -1: no limit */
+	int64		timeout_us;		/* memory_timeout, or queue_timeout */
+	int16		parent;			/* slot of the budget above, -1: none */
+	bool		shadow;
+	bool		defined;
+	bool		limited;		/* a max_memory here or above (no lock) */
+	uint32		generation;
+	char		name[NAMEDATALEN];
+	int64		granted;		/* the subtree's */
+	int			waiting;		/* the subtree's */
+} MemLevel;
+
+typedef struct MemBackend
+{
+	int32		pid;
+	int16		slot;			/* workload of its last request, -1: none */
+	uint8		state;			/* MemState */
+	int32		prev;			/* neighbours in the waiters' queue */
+	int32		next;
+	int64		requested;		/* its statements' requests (held, awaited) */
+	int64		held;			/* bytes granted to it */
+	int64		want;			/* the request it waits for (cut) */
+	int64		want_requested; /* ... as requested */
+	TimestampTz queued_at;
+	BulkheadGrant wait;			/* the path of the request it waits for */
+} MemBackend;
+
+typedef struct BulkheadGrants
+{
+	LWLock	   *lock;
+	int			nslots;
+	int			nbackends;
+	pg_atomic_uint32 nlimits;	/* defined workloads with a max_memory */
+	MemLevel	server;			/* max_memory unused: bulkhead.max_memory */
+	uint64		waits;			/* the server's figures */
+	uint64		shrunk;
+	BulkheadHistogram wait_hist;
+	TimestampTz stats_reset;
+	int32		head;			/* the waiters, oldest first */
+	int32		tail;
+	MemLevel   *levels;			/* nslots */
+	MemBackend *backends;		/* nbackends */
+} BulkheadGrants;
+
+static BulkheadGrants *grants = NULL;
+
+/* This backend waits (for the cleanup after an error) */
+static bool my_wait = false;
+
+/* Scratch of this backend for the queue's order: a stamp per level */
+static uint32 *marks = NULL;
+static uint32 stamp = 0;
+
+#define SERVER_MARK(g)	((g)->nslots)
+#define WAKE_BATCH		16
+
+typedef struct Wakeups
+{
+	int			n;
+	int			procnos[WAKE_BATCH];
+} Wakeups;
+
+/*---- Shared memory ----*/
+
+static Size
+grants_size(void)
+{
+	Size		size = MAXALIGN(sizeof(BulkheadGrants));
+
+	size = add_size(size, MAXALIGN(mul_size(bulkhead_max_workloads, sizeof(MemLevel))));
+	size = add_size(size, mul_size(bulkhead_backend_count(), sizeof(MemBackend)));
+	return size;
+}
+
+void
+bulkhead_grants_shmem_request(void)
+{
+	RequestAddinShmemSpace(grants_size());
+	RequestNamedLWLockTranche("bulkhead grants", 1);
+}
+
+static void
+init_level(MemLevel *level)
+{
+	memset(level, 0, sizeof(MemLevel));
+	level->max_memory = -1;
+	level->parent = -1;
+}
+
+void
+bulkhead_grants_shmem_startup(void)
+{
+	bool		found;
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	grants = ShmemInitStruct("bulkhead grants", grants_size(), &found);
+	if (!found)
+	{
+		char	   *ptr = (char *) grants + MAXALIGN(sizeof(BulkheadGrants));
+		int			i;
+
+		memset(grants, 0, sizeof(BulkheadGrants));
+		grants->lock = &GetNamedLWLockTranche("bulkhead grants")[0].lock;
+		grants->nslots = bulkhead_max_workloads;
+		grants->nbackends = bulkhead_backend_count();
+		pg_atomic_init_u32(&grants->nlimits, 0);
+		init_level(&grants->server);
+		grants->stats_reset = GetCurrentTimestamp();
+		grants->head = grants->tail = -1;
+		grants->levels = (MemLevel *) ptr;
+		ptr += MAXALIGN(mul_size(grants->nslots, sizeof(MemLevel)));
+		grants->backends = (MemBackend *) ptr;
+		for (i = 0; i < grants->nslots; i++)
+			init_level(&grants->levels[i]);
+		for (i = 0; i < grants->nbackends; i++)
+		{
+			memset(&grants->backends[i], 0, sizeof(MemBackend));
+			grants->backends[i].slot = -1;
+			grants->backends[i].prev = grants->backends[i].next = -1;
+		}
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/*---- Levels and paths (caller holds the lock) ----*/
+
+static int64
+server_max(void)
+{
+	return bulkhead_max_memory_kb < 0 ? -1 : (int64) bulkhead_max_memory_kb * 1024;
+}
+
+/* Does level (of limit max) bound a grant?  A budget in shadow mode: no */
+static inline bool
+bounds(const MemLevel *level, int64 max)
+{
+	return max >= 0 && !level->shadow;
+}
+
+static inline bool
+counts_in(const BulkheadGrant *g, int i)
+{
+	return grants->levels[g->path[i]].generation == g->gens[i];
+}
+
+/* The path of a statement of workload slotno: itself, its budgets */
+static void
+make_path(int slotno, BulkheadGrant *g)
+{
+	g->bytes = 0;
+	g->npath = 0;
+	while (slotno >= 0 && g->npath < BULKHEAD_MEM_PATH)
+	{
+		g->path[g->npath] = (int16) slotno;
+		g->gens[g->npath] = grants->levels[slotno].generation;
+		g->npath++;
+		slotno = grants->levels[slotno].parent;
+	}
+}
+
+/* Would bytes fit at every level of g's path (an empty level takes any)? */
+static bool
+fits(const BulkheadGrant *g, int64 bytes)
+{
+	int64		smax = server_max();
+	int			i;
+
+	if (smax >= 0 && grants->server.granted > 0 &&
+		grants->server.granted + bytes > smax)
+		return false;
+	for (i = 0; i < g->npath; i++)
+	{
+		MemLevel   *level = &grants->levels[g->path[i]];
+
+		if (counts_in(g, i) && bounds(level, level->max_memory) &&
+			level->granted > 0 && level->granted + bytes > level->max_memory)
+			return false;
+	}
+	return true;
+}
+
+/* The most that is free at every level; the largest limit, for cut */
+static int64
+free_along(const BulkheadGrant *g, bool cut)
+{
+	int64		smax = server_max();
+	int64		avail = PG_INT64_MAX;
+	int			i;
+
+	if (smax >= 0)
+		avail = cut ? smax : Max(smax - grants->server.granted, 0);
+	for (i = 0; i < g->npath; i++)
+	{
+		MemLevel   *level = &grants->levels[g->path[i]];
+
+		if (counts_in(g, i) && bounds(level, level->max_memory))
+			avail = Min(avail, cut ? level->max_memory :
+						Max(level->max_memory - level->granted, 0));
+	}
+	return avail;
+}
+
+static void
+add_along(const BulkheadGrant *g, int64 bytes)
+{
+	int			i;
+
+	grants->server.granted = Max(grants->server.granted + bytes, 0);
+	for (i = 0; i < g->npath; i++)
+		if (counts_in(g, i))
+		{
+			MemLevel   *level = &grants->levels[g->path[i]];
+
+			level->granted = Max(level->granted + bytes, 0);
+		}
+}
+
+static void
+count_waiting(const BulkheadGrant *g, int delta)
+{
+	int			i;
+
+	grants->server.waiting += delta;
+	for (i = 0; i < g->npath; i++)
+		if (counts_in(g, i))
+			grants->levels[g->path[i]].waiting += delta;
+}
+
+/*---- The waiters' queue, and its order (caller holds the lock) ----*/
+
+static void
+queue_push(int procno)
+{
+	MemBackend *b = &grants->backends[procno];
+
+	b->prev = grants->tail;
+	b->next = -1;
+	if (grants->tail >= 0)
+		grants->backends[grants->tail].next = procno;
+	else
+		grants->head = procno;
+	grants->tail = procno;
+}
+
+static void
+queue_remove(int procno)
+{
+	MemBackend *b = &grants->backends[procno];
+
+	if (b->prev >= 0)
+		grants->backends[b->prev].next = b->next;
+	else
+		grants->head = b->next;
+	if (b->next >= 0)
+		grants->backends[b->next].prev = b->prev;
+	else
+		grants->tail = b->prev;
+	b->prev = b->next = -1;
+}
+
+static void
+marks_begin(void)
+{
+	if (marks == NULL)
+		marks = MemoryContextAllocZero(TopMemoryContext,
+									   sizeof(uint32) * (grants->nslots + 1));
+	if (++stamp == 0)
+	{
+		memset(marks, 0, sizeof(uint32) * (grants->nslots + 1));
+		stamp = 1;
+	}
+}
+
+static bool
+blocked(const BulkheadGrant *g)
+{
+	int			i;
+
+	if (marks[SERVER_MARK(grants)] == stamp)
+		return true;
+	for (i = 0; i < g->npath; i++)
+		if (marks[g->path[i]] == stamp)
+			return true;
+	return false;
+}
+
+/* A waiter not served blocks its workload and where it is short */
+static void
+mark_unserved(const BulkheadGrant *g, int64 bytes)
+{
+	int64		smax = server_max();
+	int			i;
+
+	if (g->npath == 0 ||
+		(smax >= 0 && grants->server.granted > 0 &&
+		 grants->server.granted + bytes > smax))
+		marks[SERVER_MARK(grants)] = stamp;
+	for (i = 0; i < g->npath; i++)
+	{
+		MemLevel   *level = &grants->levels[g->path[i]];
+
+		if (i == 0 ||
+			(counts_in(g, i) && bounds(level, level->max_memory) &&
+			 level->granted > 0 && level->granted + bytes > level->max_memory))
+			marks[g->path[i]] = stamp;
+	}
+}
+
+/*
+ * Would a new request of g's path, for bytes, have to wait behind the
+ * queue?  Marks what the waiters block.
+ */
+static bool
+queue_blocks(const BulkheadGrant *g, int64 bytes)
+{
+	int			p;
+
+	marks_begin();
+	for (p = grants->head; p >= 0; p = grants->backends[p].next)
+	{
+		MemBackend *b = &grants->backends[p];
+
+		if (blocked(&b->wait) || !fits(&b->wait, b->want))
+			mark_unserved(&b->wait, b->want);
+	}
+	return blocked(g) || !fits(g, bytes);
+}
+
+static void
+wake_later(Wakeups *w, int procno)
+{
+	if (w->n < WAKE_BATCH)
+		w->procnos[w->n++] = procno;
+	else
+		SetLatch(&GetPGProcByNumber(procno)->procLatch);
+}
+
+static void
+wake_all(Wakeups *w)
+{
+	int			i;
+
+	for (i = 0; i < w->n; i++)
+		SetLatch(&GetPGProcByNumber(w->procnos[i])->procLatch);
+	w->n = 0;
+}
+
+/* Serve the waiters that fit now, oldest first (see the header) */
+static void
+serve(Wakeups *w)
+{
+	int			p = grants->head;
+
+	marks_begin();
+	while (p >= 0)
+	{
+		MemBackend *b = &grants->backends[p];
+		int			next = b->next;
+
+		if (!blocked(&b->wait) && fits(&b->wait, b->want))
+		{
+			queue_remove(p);
+			count_waiting(&b->wait, -1);
+			add_along(&b->wait, b->want);
+			b->wait.bytes = b->want;
+			b->held += b->want;
+			pg_write_barrier();
+			b->state = MEM_GRANTED;
+			wake_later(w, p);
+		}
+		else
+			mark_unserved(&b->wait, b->want);
+		p = next;
+	}
+}
+
+/*---- A statement's grant ----*/
+
+static uint32
+memory_wait_event(void)
+{
+#if PG_VERSION_NUM >= 170000
+	static uint32 event = 0;
+
+	if (event == 0)
+		event = WaitEventExtensionNew("BulkheadMemory");
+	return event;
+#else
+	return PG_WAIT_EXTENSION;
+#endif
+}
+
+/*
+ * Grant g what is free along its path, shrinking req to it (a request that
+ * fits is granted whole).  Returns the bytes granted.
+ */
+static int64
+take_free(BulkheadGrant *g, const BulkheadMemRequest *req, int64 want,
+		  BulkheadGrantOutcome *outcome)
+{
+	int64		avail = free_along(g, false);
+
+	if (want > avail)
+	{
+		outcome->setting_kb = Min(outcome->setting_kb, bulkhead_memreq_fit(req, avail));
+		want = (int64) bulkhead_memreq_bytes_at(req, outcome->setting_kb);
+		outcome->shrunk = true;
+	}
+	add_along(g, want);
+	g->bytes = want;
+	return want;
+}
+
+/* Count a workload's figures (after the lock; slot.c checks the name) */
+static void
+count_workload(int slotno, const char *name, bool began, uint64 wait_us,
+			   bool waited, bool shrunk)
+{
+	BulkheadSlot *slot;
+
+	if (slotno < 0 || name[0] == '\0' || !(began || waited || shrunk))
+		return;
+	slot = &bulkhead_shared->slots[slotno];
+	bulkhead_slot_lock(slot, LW_EXCLUSIVE);
+	if (bulkhead_slot_matches(slot, name))
+		bulkhead_slot_count_memory(slot, began, waited, wait_us, shrunk);
+	LWLockRelease(slot->lock);
+}
+
+/* Wait for the grant of this backend's queued request (see acquire) */
+static void
+wait_for_grant(MemBackend *me, const BulkheadMemRequest *req, int64 timeout_us,
+			   BulkheadGrant *grant, BulkheadGrantOutcome *outcome)
+{
+	TimestampTz deadline = me->queued_at +
+		Min(timeout_us, PG_INT64_MAX - me->queued_at);
+	uint32		wait_event = memory_wait_event();
+	Wakeups		w = {0};
+
+	for (;;)
+	{
+		TimestampTz now;
+		long		sleep_ms;
+
+		CHECK_FOR_INTERRUPTS();
+		now = GetCurrentTimestamp();
+		pg_read_barrier();
+		if (*((volatile uint8 *) &me->state) == MEM_GRANTED || now >= deadline)
+		{
+			LWLockAcquire(grants->lock, LW_EXCLUSIVE);
+			if (me->state == MEM_WAITING)
+			{
+				/* its time is up: what is free now, shrunk to it */
+				queue_remove(BULKHEAD_MY_PROCNO);
+				count_waiting(&me->wait, -1);
+				me->held += take_free(&me->wait, req, me->want, outcome);
+				serve(&w);		/* those it blocked may go */
+			}
+			*grant = me->wait;
+			me->state = MEM_IDLE;
+			my_wait = false;
+			LWLockRelease(grants->lock);
+			wake_all(&w);
+			outcome->wait_us = now > me->queued_at ? now - me->queued_at : 0;
+			return;
+		}
+		sleep_ms = (long) Min((deadline - now + 999) / 1000, (int64) INT_MAX);
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 sleep_ms, wait_event);
+		ResetLatch(MyLatch);
+	}
+}
+
+/*
+ * Long: the decision under the lock (shadow, at once, what is free, or a
+ * wait) reads best in one piece, its counting after the lock.
+ */
+void
+bulkhead_grants_acquire(int slotno, const BulkheadMemRequest *req,
+						bool may_wait, int64 timeout_us, BulkheadGrant *grant,
+						BulkheadGrantOutcome *outcome)
+{
+	MemBackend *me = &grants->backends[BULKHEAD_MY_PROCNO];
+	int64		requested = bulkhead_memreq_bytes(req);
+	int64		want = requested;
+	int64		cut;
+	bool		shadow;
+	bool		queue;
+	char		name[NAMEDATALEN] = "";
+	Wakeups		w = {0};
+
+	memset(outcome, 0, sizeof(BulkheadGrantOutcome));
+	outcome->setting_kb = req->setting_kb;
+
+	LWLockAcquire(grants->lock, LW_EXCLUSIVE);
+	make_path(slotno, grant);
+	if (slotno >= 0)
+		strlcpy(name, grants->levels[slotno].name, NAMEDATALEN);
+	shadow = slotno >= 0 && grants->levels[slotno].shadow;
+	if (slotno >= 0)
+		timeout_us = grants->levels[slotno].timeout_us;
+	me->pid = MyProcPid;
+	me->slot = (int16) slotno;
+	me->requested += requested;
+
+	/* a request larger than a level's limit is cut to it */
+	cut = free_along(grant, true);
+	if (want > cut && !shadow)
+	{
+		outcome->setting_kb = bulkhead_memreq_fit(req, cut);
+		want = (int64) bulkhead_memreq_bytes_at(req, outcome->setting_kb);
+		outcome->shrunk = true;
+	}
+	queue = grants->head >= 0 ? queue_blocks(grant, want) : !fits(grant, want);
+	if (shadow || !queue)
+	{
+		/* at once: it fits, or a shadow workload's (counted if it would wait) */
+		outcome->waited = shadow && queue;
+		add_along(grant, want);
+		grant->bytes = want;
+		me->held += want;
+	}
+	else if (!may_wait || timeout_us <= 0)
+		me->held += take_free(grant, req, want, outcome);
+	else
+	{
+		me->want = want;
+		me->want_requested = requested;
+		me->wait = *grant;
+		me->queued_at = GetCurrentTimestamp();
+		me->state = MEM_WAITING;
+		queue_push(BULKHEAD_MY_PROCNO);
+		count_waiting(grant, 1);
+		grants->waits++;
+		my_wait = true;
+		outcome->waited = true;
+	}
+	if (outcome->shrunk && me->state != MEM_WAITING)
+		grants->shrunk++;
+	LWLockRelease(grants->lock);
+	wake_all(&w);
+
+	if (me->state != MEM_WAITING)
+	{
+		count_workload(slotno, name, outcome->waited, 0, false, outcome->shrunk);
+		return;
+	}
+	count_workload(slotno, name, true, 0, false, false);
+	wait_for_grant(me, req, timeout_us, grant, outcome);
+
+	LWLockAcquire(grants->lock, LW_EXCLUSIVE);
+	bulkhead_hist_add(&grants->wait_hist, (uint64) outcome->wait_us);
+	if (outcome->shrunk)
+		grants->shrunk++;
+	LWLockRelease(grants->lock);
+	count_workload(slotno, name, false, (uint64) outcome->wait_us, true, outcome->shrunk);
+}
+
+void
+bulkhead_grants_release(BulkheadGrant *grant, int64 requested)
+{
+	MemBackend *me = &grants->backends[BULKHEAD_MY_PROCNO];
+	Wakeups		w = {0};
+
+	LWLockAcquire(grants->lock, LW_EXCLUSIVE);
+	add_along(grant, -grant->bytes);
+	me->held = Max(me->held - grant->bytes, 0);
+	me->requested = Max(me->requested - requested, 0);
+	grant->bytes = 0;
+	if (grants->head >= 0)
+		serve(&w);
+	LWLockRelease(grants->lock);
+	wake_all(&w);
+}
+
+void
+bulkhead_grants_wait_cleanup(void)
+{
+	MemBackend *me;
+	Wakeups		w = {0};
+
+	if (!my_wait)
+		return;
+	me = &grants->backends[BULKHEAD_MY_PROCNO];
+	LWLockAcquire(grants->lock, LW_EXCLUSIVE);
+	if (me->state == MEM_WAITING)
+	{
+		queue_remove(BULKHEAD_MY_PROCNO);
+		count_waiting(&me->wait, -1);
+	}
+	else if (me->state == MEM_GRANTED)
+	{
+		/* granted as the error came: passed on */
+		add_along(&me->wait, -me->want);
+		me->held = Max(me->held - me->want, 0);
+	}
+	me->requested = Max(me->requested - me->want_requested, 0);
+	me->state = MEM_IDLE;
+	my_wait = false;
+	if (grants->head >= 0)
+		serve(&w);
+	LWLockRelease(grants->lock);
+	wake_all(&w);
+}
+
+/*---- The worker's load ----*/
+
+void
+bulkhead_grants_define(int slotno, const char *name, int64 max_memory,
+					   int64 timeout_us, bool shadow, int parent)
+{
+	MemLevel   *level = &grants->levels[slotno];
+
+	LWLockAcquire(grants->lock, LW_EXCLUSIVE);
+	if (strcmp(level->name, name) != 0)
+	{
+		/* another workload: what was granted here counts no more */
+		level->generation++;
+		level->granted = 0;
+		level->waiting = 0;
+		strlcpy(level->name, name, NAMEDATALEN);
+	}
+	level->defined = true;
+	level->max_memory = max_memory;
+	level->timeout_us = timeout_us;
+	level->shadow = shadow;
+	level->parent = (int16) parent;
+	LWLockRelease(grants->lock);
+}
+
+void
+bulkhead_grants_undefine(int slotno)
+{
+	MemLevel   *level = &grants->levels[slotno];
+
+	LWLockAcquire(grants->lock, LW_EXCLUSIVE);
+	level->defined = false;
+	level->max_memory = -1;
+	level->shadow = false;
+	level->parent = -1;
+	LWLockRelease(grants->lock);
+}
+
+/*
+ * After a load (or a reload of bulkhead.max_memory): the hints worked out
+ * again, and the waiters that fit now served.
+ */
+void
+bulkhead_grants_loaded(void)
+{
+	uint32		nlimits = 0;
+	Wakeups		w = {0};
+	int			i;
+
+	LWLockAcquire(grants->lock, LW_EXCLUSIVE);
+	for (i = 0; i < grants->nslots; i++)
+	{
+		int			s = i;
+		int			depth = 0;
+		bool		limited = false;
+
+		if (grants->levels[i].defined && grants->levels[i].max_memory >= 0)
+			nlimits++;
+		while (s >= 0 && depth++ < BULKHEAD_MEM_PATH && !limited)
+		{
+			limited = grants->levels[s].defined && grants->levels[s].max_memory >= 0;
+			s = grants->levels[s].parent;
+		}
+		grants->levels[i].limited = limited;
+	}
+	pg_atomic_write_u32(&grants->nlimits, nlimits);
+	if (grants->head >= 0)
+		serve(&w);
+	LWLockRelease(grants->lock);
+	wake_all(&w);
+}
+
+bool
+bulkhead_grants_active(void)
+{
+	return bulkhead_max_memory_kb >= 0 ||
+		(grants != NULL && pg_atomic_read_u32(&grants->nlimits) > 0);
+}
+
+bool
+bulkhead_grants_limited(int slotno)
+{
+	return bulkhead_max_memory_kb >= 0 ||
+		(slotno >= 0 && grants->levels[slotno].limited);
+}
+
+/*---- What the views show ----*/
+
+void
+bulkhead_grants_level(int slotno, const char *name, BulkheadMemFigures *out)
+{
+	MemLevel   *level = &grants->levels[slotno];
+
+	LWLockAcquire(grants->lock, LW_SHARED);
+	if (strcmp(level->name, name) == 0)
+	{
+		out->granted = level->granted;
+		out->waiting = level->waiting;
+		out->max_memory = level->defined ? level->max_memory : -1;
+	}
+	else
+		memset(out, 0, sizeof(BulkheadMemFigures));
+	LWLockRelease(grants->lock);
+}
+
+int
+bulkhead_grants_backends(BulkheadMemBackendRow *rows, int max)
+{
+	int			n = 0;
+	int			i;
+
+	LWLockAcquire(grants->lock, LW_SHARED);
+	for (i = 0; i < grants->nbackends && n < max; i++)
+	{
+		MemBackend *b = &grants->backends[i];
+
+		if (b->requested == 0 && b->held == 0 && b->state != MEM_WAITING)
+			continue;
+		rows[n].pid = b->pid;
+		rows[n].procno = i;
+		rows[n].slot = b->slot;
+		if (b->slot >= 0)
+			strlcpy(rows[n].workload, grants->levels[b->slot].name, NAMEDATALEN);
+		else
+			rows[n].workload[0] = '\0';
+		rows[n].waiting = b->state == MEM_WAITING;
+		rows[n].requested = b->requested;
+		rows[n].granted = b->held;
+		n++;
+	}
+	LWLockRelease(grants->lock);
+	return n;
+}
+
+void
+bulkhead_grants_server(BulkheadMemServer *out)
+{
+	LWLockAcquire(grants->lock, LW_SHARED);
+	out->now.granted = grants->server.granted;
+	out->now.waiting = grants->server.waiting;
+	out->now.max_memory = server_max();
+	out->waits = grants->waits;
+	out->shrunk = grants->shrunk;
+	out->wait_hist = grants->wait_hist;
+	out->stats_reset = grants->stats_reset;
+	LWLockRelease(grants->lock);
+}
+
+void
+bulkhead_grants_server_reset(void)
+{
+	LWLockAcquire(grants->lock, LW_EXCLUSIVE);
+	grants->waits = 0;
+	grants->shrunk = 0;
+	memset(&grants->wait_hist, 0, sizeof(BulkheadHistogram));
+	grants->stats_reset = GetCurrentTimestamp();
+	LWLockRelease(grants->lock);
+}
+
+/*---- Settings ----*/
+
+void
+bulkhead_grants_init(void)
+{
+	DefineCustomIntVariable("bulkhead.max_memory",
+							"Memory the running statements of the whole server may be granted at once.",
+							"-1 turns the server's limit off.",
+							&bulkhead_max_memory_kb,
+							-1, -1, INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_KB,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("bulkhead.memory_timeout",
+							"How long a statement outside any workload waits for its memory grant before it runs with less.",
+							NULL,
+							&bulkhead_memory_timeout_ms,
+							5000, 0, INT_MAX,
+							PGC_USERSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+}

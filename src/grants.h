@@ -1,0 +1,146 @@
+/*-------------------------------------------------------------------------
+ *
+ * grants.h
+ *	  Memory grants (1.4): the memory granted to running statements, per
+ *	  workload (a budget's for its whole subtree) and for the server, the
+ *	  statements waiting for theirs, in arrival order (grants.c).
+ *
+ * Shared state and its lock
+ * -------------------------
+ * BulkheadGrants (one per cluster, shmem "bulkhead grants") is grants.c's
+ * alone; every field below is protected by its one LWLock (tranche
+ * "bulkhead grants") but those marked otherwise:
+ *
+ * - levels[slot]: one per workload slot.  max_memory, parent, shadow and
+ *   name are written by the worker's load (bulkhead_grants_define), a copy
+ *   of the table and of the trees of budgets, so that a grant walks its
+ *   path under this lock alone; generation changes when the slot is given
+ *   to another workload (a grant made before then no longer counts there).
+ *   granted and waiting are the level's subtree's, changed by grants and
+ *   releases.  limited (no lock: an aligned bool, a hint) says whether the
+ *   level or one above it has a max_memory.
+ * - server: bulkhead.max_memory's level, and its figures (the server's
+ *   statistics, reset by bulkhead_stats_reset()).
+ * - backends[procno]: what the backend using that PGPROC holds and awaits,
+ *   for bulkhead_activity and the waiters' queue: its waiting request and
+ *   path are written by the backend itself, its state by the backend or by
+ *   whoever grants its wait (then its granted figures too).
+ * - waiters: the backends waiting, in arrival order (their procnos, linked
+ *   through backends[]).
+ * - nlimits (atomic): the workloads with a max_memory, written by the
+ *   worker's load, read without the lock: with none and bulkhead.max_memory
+ *   off, a statement costs nothing.
+ *
+ * A workload's cumulative memory figures (memory_waits, memory_shrunk,
+ * the wait histogram) are in its slot's statistics (slot.c writes them,
+ * under the slot's lock), counted at every level of its tree.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BULKHEAD_GRANTS_H
+#define BULKHEAD_GRANTS_H
+
+#include "memreq.h"
+#include "stats.h"
+
+/* A workload and the budgets above it (at most 4 levels of budgets) */
+#define BULKHEAD_MEM_PATH		6
+
+/*---- GUC variables (grants.c) ----*/
+extern int	bulkhead_max_memory_kb; /* bulkhead.max_memory; -1: off */
+extern int	bulkhead_memory_timeout_ms; /* bulkhead.memory_timeout */
+
+/* One grant a statement holds: what it added, and where */
+typedef struct BulkheadGrant
+{
+	int64		bytes;
+	int			npath;			/* levels counted (0: the server only) */
+	int16		path[BULKHEAD_MEM_PATH];
+	uint32		gens[BULKHEAD_MEM_PATH];
+} BulkheadGrant;
+
+/* How a request was served */
+typedef struct BulkheadGrantOutcome
+{
+	int			setting_kb;		/* the setting to run with (lowered when
+								 * shrunk) */
+	bool		waited;			/* it waited (shadow: would have) */
+	bool		shrunk;			/* it runs with less than it requested */
+	int64		wait_us;		/* how long it waited */
+} BulkheadGrantOutcome;
+
+/* Is any memory limit set (a workload's, or the server's)?  No lock. */
+extern bool bulkhead_grants_active(void);
+/* Has workload slotno (or a budget above it) a max_memory?  No lock. */
+extern bool bulkhead_grants_limited(int slotno);
+
+/*
+ * The grant of a statement of workload slotno (-1: none, the server's
+ * limit only) requesting req: at once when it fits at every level and no
+ * earlier waiter is short at one of them; else it waits, FIFO, up to
+ * timeout_us (may_wait false, or in shadow mode: never), then is granted
+ * what is free, shrunk to it.  timeout_us is the workload's memory_timeout
+ * (or queue_timeout); for a statement outside any workload, the one given.
+ * Never an error but the interrupts' (a
+ * cancel, statement_timeout, a terminate while it waits: the abort or exit
+ * then calls bulkhead_grants_wait_cleanup).
+ */
+extern void bulkhead_grants_acquire(int slotno, const BulkheadMemRequest *req,
+									bool may_wait, int64 timeout_us,
+									BulkheadGrant *grant,
+									BulkheadGrantOutcome *outcome);
+/* Return a grant (its memory serves the waiters).  Never throws. */
+extern void bulkhead_grants_release(BulkheadGrant *grant, int64 requested);
+/* End a wait under way after an error or at exit.  Never throws. */
+extern void bulkhead_grants_wait_cleanup(void);
+
+/* The worker's load: the limits, the shadow modes and the trees */
+extern void bulkhead_grants_define(int slotno, const char *name,
+								   int64 max_memory, int64 timeout_us,
+								   bool shadow, int parent);
+extern void bulkhead_grants_undefine(int slotno);
+extern void bulkhead_grants_loaded(void);
+
+/* What bulkhead_memory and the views show */
+typedef struct BulkheadMemFigures
+{
+	int64		granted;
+	int			waiting;
+	int64		max_memory;		/* -1: none */
+} BulkheadMemFigures;
+
+extern void bulkhead_grants_level(int slotno, const char *name,
+								  BulkheadMemFigures *out);
+
+typedef struct BulkheadMemBackendRow
+{
+	int			pid;
+	int			procno;
+	int			slot;			/* charged workload, -1: none */
+	char		workload[NAMEDATALEN];	/* its name ("": none) */
+	bool		waiting;
+	int64		requested;
+	int64		granted;
+} BulkheadMemBackendRow;
+
+extern int	bulkhead_grants_backends(BulkheadMemBackendRow *rows, int max);
+
+/* The server's figures (bulkhead_memory) and their reset */
+typedef struct BulkheadMemServer
+{
+	BulkheadMemFigures now;
+	uint64		waits;
+	uint64		shrunk;
+	BulkheadHistogram wait_hist;
+	TimestampTz stats_reset;
+} BulkheadMemServer;
+
+extern void bulkhead_grants_server(BulkheadMemServer *out);
+extern void bulkhead_grants_server_reset(void);
+
+/* Shared memory */
+extern void bulkhead_grants_shmem_request(void);
+extern void bulkhead_grants_shmem_startup(void);
+extern void bulkhead_grants_init(void);
+
+#endif							/* BULKHEAD_GRANTS_H */
