@@ -71,6 +71,8 @@ typedef struct MemLevel
 	char		name[NAMEDATALEN];
 	int64		granted;		/* the subtree's */
 	int			waiting;		/* the subtree's */
+	int64		peak;			/* the most granted since the last
+								 * bulkhead_grants_take_peaks */
 } MemLevel;
 
 typedef struct MemBackend
@@ -263,19 +265,22 @@ free_along(const BulkheadGrant *g, bool cut)
 	return avail;
 }
 
+static inline void
+add_to(MemLevel *level, int64 bytes)
+{
+	level->granted = Max(level->granted + bytes, 0);
+	level->peak = Max(level->peak, level->granted);
+}
+
 static void
 add_along(const BulkheadGrant *g, int64 bytes)
 {
 	int			i;
 
-	grants->server.granted = Max(grants->server.granted + bytes, 0);
+	add_to(&grants->server, bytes);
 	for (i = 0; i < g->npath; i++)
 		if (counts_in(g, i))
-		{
-			MemLevel   *level = &grants->levels[g->path[i]];
-
-			level->granted = Max(level->granted + bytes, 0);
-		}
+			add_to(&grants->levels[g->path[i]], bytes);
 }
 
 static void
@@ -681,6 +686,7 @@ bulkhead_grants_define(int slotno, const char *name, int64 max_memory,
 		level->generation++;
 		level->granted = 0;
 		level->waiting = 0;
+		level->peak = 0;
 		strlcpy(level->name, name, NAMEDATALEN);
 	}
 	level->defined = true;
@@ -822,6 +828,27 @@ bulkhead_grants_server_reset(void)
 	grants->shrunk = 0;
 	memset(&grants->wait_hist, 0, sizeof(BulkheadHistogram));
 	grants->stats_reset = GetCurrentTimestamp();
+	LWLockRelease(grants->lock);
+}
+
+/*
+ * The most granted at each level (peaks[slot], nslots of them) and the
+ * server (*server) since the last call, which starts the next period from
+ * what is granted now (the history, 1.4).
+ */
+void
+bulkhead_grants_take_peaks(int64 *peaks, int64 *server)
+{
+	int			i;
+
+	LWLockAcquire(grants->lock, LW_EXCLUSIVE);
+	for (i = 0; i < grants->nslots; i++)
+	{
+		peaks[i] = grants->levels[i].peak;
+		grants->levels[i].peak = grants->levels[i].granted;
+	}
+	*server = grants->server.peak;
+	grants->server.peak = grants->server.granted;
 	LWLockRelease(grants->lock);
 }
 

@@ -136,6 +136,7 @@ typedef struct BulkheadMemServer
 } BulkheadMemServer;
 
 extern void bulkhead_grants_server(BulkheadMemServer *out);
+extern void bulkhead_grants_take_peaks(int64 *peaks, int64 *server);
 extern void bulkhead_grants_server_reset(void);
 
 /* Shared memory */
