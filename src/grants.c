@@ -195,11 +195,14 @@ server_max(void)
 	return bulkhead_max_memory_kb < 0 ? -1 : (int64) bulkhead_max_memory_kb * 1024;
 }
 
-/* Does level (of limit max) bound a grant?  A budget in shadow mode: no */
+/*
+ * Does level (of limit max) bound a grant?  One in shadow mode does not,
+ * but when shadow_too: what it would do, enforced.
+ */
 static inline bool
-bounds(const MemLevel *level, int64 max)
+bounds(const MemLevel *level, int64 max, bool shadow_too)
 {
-	return max >= 0 && !level->shadow;
+	return max >= 0 && (shadow_too || !level->shadow);
 }
 
 static inline bool
@@ -223,9 +226,12 @@ make_path(int slotno, BulkheadGrant *g)
 	}
 }
 
-/* Would bytes fit at every level of g's path (an empty level takes any)? */
+/*
+ * Would bytes fit at every level of g's path (an empty level takes any)?
+ * shadow_too: at levels in shadow mode as well.
+ */
 static bool
-fits(const BulkheadGrant *g, int64 bytes)
+fits(const BulkheadGrant *g, int64 bytes, bool shadow_too)
 {
 	int64		smax = server_max();
 	int			i;
@@ -237,7 +243,7 @@ fits(const BulkheadGrant *g, int64 bytes)
 	{
 		MemLevel   *level = &grants->levels[g->path[i]];
 
-		if (counts_in(g, i) && bounds(level, level->max_memory) &&
+		if (counts_in(g, i) && bounds(level, level->max_memory, shadow_too) &&
 			level->granted > 0 && level->granted + bytes > level->max_memory)
 			return false;
 	}
@@ -258,7 +264,7 @@ free_along(const BulkheadGrant *g, bool cut)
 	{
 		MemLevel   *level = &grants->levels[g->path[i]];
 
-		if (counts_in(g, i) && bounds(level, level->max_memory))
+		if (counts_in(g, i) && bounds(level, level->max_memory, false))
 			avail = Min(avail, cut ? level->max_memory :
 						Max(level->max_memory - level->granted, 0));
 	}
@@ -368,7 +374,7 @@ mark_unserved(const BulkheadGrant *g, int64 bytes)
 		MemLevel   *level = &grants->levels[g->path[i]];
 
 		if (i == 0 ||
-			(counts_in(g, i) && bounds(level, level->max_memory) &&
+			(counts_in(g, i) && bounds(level, level->max_memory, false) &&
 			 level->granted > 0 && level->granted + bytes > level->max_memory))
 			marks[g->path[i]] = stamp;
 	}
@@ -376,10 +382,11 @@ mark_unserved(const BulkheadGrant *g, int64 bytes)
 
 /*
  * Would a new request of g's path, for bytes, have to wait behind the
- * queue?  Marks what the waiters block.
+ * queue (shadow_too: were its levels in shadow mode enforced)?  Marks what
+ * the waiters block.
  */
 static bool
-queue_blocks(const BulkheadGrant *g, int64 bytes)
+queue_blocks(const BulkheadGrant *g, int64 bytes, bool shadow_too)
 {
 	int			p;
 
@@ -388,10 +395,10 @@ queue_blocks(const BulkheadGrant *g, int64 bytes)
 	{
 		MemBackend *b = &grants->backends[p];
 
-		if (blocked(&b->wait) || !fits(&b->wait, b->want))
+		if (blocked(&b->wait) || !fits(&b->wait, b->want, false))
 			mark_unserved(&b->wait, b->want);
 	}
-	return blocked(g) || !fits(g, bytes);
+	return blocked(g) || !fits(g, bytes, shadow_too);
 }
 
 static void
@@ -425,7 +432,7 @@ serve(Wakeups *w)
 		MemBackend *b = &grants->backends[p];
 		int			next = b->next;
 
-		if (!blocked(&b->wait) && fits(&b->wait, b->want))
+		if (!blocked(&b->wait) && fits(&b->wait, b->want, false))
 		{
 			queue_remove(p);
 			count_waiting(&b->wait, -1);
@@ -579,7 +586,8 @@ bulkhead_grants_acquire(int slotno, const BulkheadMemRequest *req,
 		want = (int64) bulkhead_memreq_bytes_at(req, outcome->setting_kb);
 		outcome->shrunk = true;
 	}
-	queue = grants->head >= 0 ? queue_blocks(grant, want) : !fits(grant, want);
+	queue = grants->head >= 0 ? queue_blocks(grant, want, shadow) :
+		!fits(grant, want, shadow);
 	if (shadow || !queue)
 	{
 		/* at once: it fits, or a shadow workload's (counted if it would wait) */
