@@ -29,8 +29,10 @@ OBJS = \
 	src/rules.o \
 	src/follow.o \
 	src/caps.o \
+	src/capsparse.o \
 	src/memreq.o \
 	src/grants.o \
+	src/grantstate.o \
 	src/memory.o \
 	src/memviews.o \
 	src/lanes.o \

@@ -21,8 +21,17 @@
 #include "miscadmin.h"
 #include "utils/array.h"
 
-/* The name of setting i (BulkheadCapSetting), as guc.c knows it */
+/* The kind of value a setting takes */
+typedef enum BulkheadCapKind
+{
+	CAP_INT,
+	CAP_REAL,
+	CAP_BOOL
+} BulkheadCapKind;
+
+/* The name of setting i (BulkheadCapSetting), as guc.c knows it, its kind */
 extern const char *bulkhead_cap_name(int i);
+extern BulkheadCapKind bulkhead_cap_kind(int i);
 
 /*
  * Parse settings (a text[] of 'name=value', as the column holds) into caps

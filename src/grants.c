@@ -29,13 +29,16 @@
  * it.  The workloads' cumulative figures are counted through slot.c after
  * the lock is released.  Nothing here throws while the lock is held.
  *
- * Called by memory.c (the statements), loader.c (the worker's load),
- * worker.c (a reload of bulkhead.max_memory), views.c and bulkhead.c;
- * calls slot.c (statistics) and memreq.c (shrinking).
+ * grantstate.c holds the other half: the shared memory, the worker's
+ * definitions, what the views read.  Called by memory.c (the statements),
+ * loader.c and worker.c (serving the waiters after a load or a reload of
+ * bulkhead.max_memory) and grantstate.c; calls slot.c (statistics) and
+ * memreq.c (shrinking).
  *
  *-------------------------------------------------------------------------
  */
 #include "grants.h"
+#include "grantshm.h"
 #include "slot.h"
 
 #include "miscadmin.h"
@@ -52,62 +55,7 @@
 int			bulkhead_max_memory_kb = -1;
 int			bulkhead_memory_timeout_ms = 5000;
 
-typedef enum MemState
-{
-	MEM_IDLE = 0,
-	MEM_WAITING,				/* linked in the waiters' queue */
-	MEM_GRANTED					/* its wait was granted, not seen yet */
-} MemState;
-
-typedef struct MemLevel
-{
-	int64		max_memory;		/* bytes; -1: no limit */
-	int64		timeout_us;		/* memory_timeout, or queue_timeout */
-	int16		parent;			/* slot of the budget above, -1: none */
-	bool		shadow;
-	bool		defined;
-	bool		limited;		/* a max_memory here or above (no lock) */
-	uint32		generation;
-	char		name[NAMEDATALEN];
-	int64		granted;		/* the subtree's */
-	int			waiting;		/* the subtree's */
-	int64		peak;			/* the most granted since the last
-								 * bulkhead_grants_take_peaks */
-} MemLevel;
-
-typedef struct MemBackend
-{
-	int32		pid;
-	int16		slot;			/* workload of its last request, -1: none */
-	uint8		state;			/* MemState */
-	int32		prev;			/* neighbours in the waiters' queue */
-	int32		next;
-	int64		requested;		/* its statements' requests (held, awaited) */
-	int64		held;			/* bytes granted to it */
-	int64		want;			/* the request it waits for (cut) */
-	int64		want_requested; /* ... as requested */
-	TimestampTz queued_at;
-	BulkheadGrant wait;			/* the path of the request it waits for */
-} MemBackend;
-
-typedef struct BulkheadGrants
-{
-	LWLock	   *lock;
-	int			nslots;
-	int			nbackends;
-	pg_atomic_uint32 nlimits;	/* defined workloads with a max_memory */
-	MemLevel	server;			/* max_memory unused: bulkhead.max_memory */
-	uint64		waits;			/* the server's figures */
-	uint64		shrunk;
-	BulkheadHistogram wait_hist;
-	TimestampTz stats_reset;
-	int32		head;			/* the waiters, oldest first */
-	int32		tail;
-	MemLevel   *levels;			/* nslots */
-	MemBackend *backends;		/* nbackends */
-} BulkheadGrants;
-
-static BulkheadGrants *grants = NULL;
+BulkheadGrants *bulkhead_grants_shared = NULL;
 
 /* This backend waits (for the cleanup after an error) */
 static bool my_wait = false;
@@ -125,75 +73,8 @@ typedef struct Wakeups
 	int			procnos[WAKE_BATCH];
 } Wakeups;
 
-/*---- Shared memory ----*/
-
-static Size
-grants_size(void)
-{
-	Size		size = MAXALIGN(sizeof(BulkheadGrants));
-
-	size = add_size(size, MAXALIGN(mul_size(bulkhead_max_workloads, sizeof(MemLevel))));
-	size = add_size(size, mul_size(bulkhead_backend_count(), sizeof(MemBackend)));
-	return size;
-}
-
-void
-bulkhead_grants_shmem_request(void)
-{
-	RequestAddinShmemSpace(grants_size());
-	RequestNamedLWLockTranche("bulkhead grants", 1);
-}
-
-static void
-init_level(MemLevel *level)
-{
-	memset(level, 0, sizeof(MemLevel));
-	level->max_memory = -1;
-	level->parent = -1;
-}
-
-void
-bulkhead_grants_shmem_startup(void)
-{
-	bool		found;
-
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	grants = ShmemInitStruct("bulkhead grants", grants_size(), &found);
-	if (!found)
-	{
-		char	   *ptr = (char *) grants + MAXALIGN(sizeof(BulkheadGrants));
-		int			i;
-
-		memset(grants, 0, sizeof(BulkheadGrants));
-		grants->lock = &GetNamedLWLockTranche("bulkhead grants")[0].lock;
-		grants->nslots = bulkhead_max_workloads;
-		grants->nbackends = bulkhead_backend_count();
-		pg_atomic_init_u32(&grants->nlimits, 0);
-		init_level(&grants->server);
-		grants->stats_reset = GetCurrentTimestamp();
-		grants->head = grants->tail = -1;
-		grants->levels = (MemLevel *) ptr;
-		ptr += MAXALIGN(mul_size(grants->nslots, sizeof(MemLevel)));
-		grants->backends = (MemBackend *) ptr;
-		for (i = 0; i < grants->nslots; i++)
-			init_level(&grants->levels[i]);
-		for (i = 0; i < grants->nbackends; i++)
-		{
-			memset(&grants->backends[i], 0, sizeof(MemBackend));
-			grants->backends[i].slot = -1;
-			grants->backends[i].prev = grants->backends[i].next = -1;
-		}
-	}
-	LWLockRelease(AddinShmemInitLock);
-}
-
 /*---- Levels and paths (caller holds the lock) ----*/
 
-static int64
-server_max(void)
-{
-	return bulkhead_max_memory_kb < 0 ? -1 : (int64) bulkhead_max_memory_kb * 1024;
-}
 
 /*
  * Does level (of limit max) bound a grant?  One in shadow mode does not,
@@ -208,7 +89,7 @@ bounds(const MemLevel *level, int64 max, bool shadow_too)
 static inline bool
 counts_in(const BulkheadGrant *g, int i)
 {
-	return grants->levels[g->path[i]].generation == g->gens[i];
+	return bulkhead_grants_shared->levels[g->path[i]].generation == g->gens[i];
 }
 
 /* The path of a statement of workload slotno: itself, its budgets */
@@ -220,9 +101,9 @@ make_path(int slotno, BulkheadGrant *g)
 	while (slotno >= 0 && g->npath < BULKHEAD_MEM_PATH)
 	{
 		g->path[g->npath] = (int16) slotno;
-		g->gens[g->npath] = grants->levels[slotno].generation;
+		g->gens[g->npath] = bulkhead_grants_shared->levels[slotno].generation;
 		g->npath++;
-		slotno = grants->levels[slotno].parent;
+		slotno = bulkhead_grants_shared->levels[slotno].parent;
 	}
 }
 
@@ -233,15 +114,15 @@ make_path(int slotno, BulkheadGrant *g)
 static bool
 fits(const BulkheadGrant *g, int64 bytes, bool shadow_too)
 {
-	int64		smax = server_max();
+	int64		smax = bulkhead_grants_server_max();
 	int			i;
 
-	if (smax >= 0 && grants->server.granted > 0 &&
-		grants->server.granted + bytes > smax)
+	if (smax >= 0 && bulkhead_grants_shared->server.granted > 0 &&
+		bulkhead_grants_shared->server.granted + bytes > smax)
 		return false;
 	for (i = 0; i < g->npath; i++)
 	{
-		MemLevel   *level = &grants->levels[g->path[i]];
+		MemLevel   *level = &bulkhead_grants_shared->levels[g->path[i]];
 
 		if (counts_in(g, i) && bounds(level, level->max_memory, shadow_too) &&
 			level->granted > 0 && level->granted + bytes > level->max_memory)
@@ -254,15 +135,15 @@ fits(const BulkheadGrant *g, int64 bytes, bool shadow_too)
 static int64
 free_along(const BulkheadGrant *g, bool cut)
 {
-	int64		smax = server_max();
+	int64		smax = bulkhead_grants_server_max();
 	int64		avail = PG_INT64_MAX;
 	int			i;
 
 	if (smax >= 0)
-		avail = cut ? smax : Max(smax - grants->server.granted, 0);
+		avail = cut ? smax : Max(smax - bulkhead_grants_shared->server.granted, 0);
 	for (i = 0; i < g->npath; i++)
 	{
-		MemLevel   *level = &grants->levels[g->path[i]];
+		MemLevel   *level = &bulkhead_grants_shared->levels[g->path[i]];
 
 		if (counts_in(g, i) && bounds(level, level->max_memory, false))
 			avail = Min(avail, cut ? level->max_memory :
@@ -283,10 +164,10 @@ add_along(const BulkheadGrant *g, int64 bytes)
 {
 	int			i;
 
-	add_to(&grants->server, bytes);
+	add_to(&bulkhead_grants_shared->server, bytes);
 	for (i = 0; i < g->npath; i++)
 		if (counts_in(g, i))
-			add_to(&grants->levels[g->path[i]], bytes);
+			add_to(&bulkhead_grants_shared->levels[g->path[i]], bytes);
 }
 
 static void
@@ -294,10 +175,10 @@ count_waiting(const BulkheadGrant *g, int delta)
 {
 	int			i;
 
-	grants->server.waiting += delta;
+	bulkhead_grants_shared->server.waiting += delta;
 	for (i = 0; i < g->npath; i++)
 		if (counts_in(g, i))
-			grants->levels[g->path[i]].waiting += delta;
+			bulkhead_grants_shared->levels[g->path[i]].waiting += delta;
 }
 
 /*---- The waiters' queue, and its order (caller holds the lock) ----*/
@@ -305,30 +186,30 @@ count_waiting(const BulkheadGrant *g, int delta)
 static void
 queue_push(int procno)
 {
-	MemBackend *b = &grants->backends[procno];
+	MemBackend *b = &bulkhead_grants_shared->backends[procno];
 
-	b->prev = grants->tail;
+	b->prev = bulkhead_grants_shared->tail;
 	b->next = -1;
-	if (grants->tail >= 0)
-		grants->backends[grants->tail].next = procno;
+	if (bulkhead_grants_shared->tail >= 0)
+		bulkhead_grants_shared->backends[bulkhead_grants_shared->tail].next = procno;
 	else
-		grants->head = procno;
-	grants->tail = procno;
+		bulkhead_grants_shared->head = procno;
+	bulkhead_grants_shared->tail = procno;
 }
 
 static void
 queue_remove(int procno)
 {
-	MemBackend *b = &grants->backends[procno];
+	MemBackend *b = &bulkhead_grants_shared->backends[procno];
 
 	if (b->prev >= 0)
-		grants->backends[b->prev].next = b->next;
+		bulkhead_grants_shared->backends[b->prev].next = b->next;
 	else
-		grants->head = b->next;
+		bulkhead_grants_shared->head = b->next;
 	if (b->next >= 0)
-		grants->backends[b->next].prev = b->prev;
+		bulkhead_grants_shared->backends[b->next].prev = b->prev;
 	else
-		grants->tail = b->prev;
+		bulkhead_grants_shared->tail = b->prev;
 	b->prev = b->next = -1;
 }
 
@@ -337,10 +218,10 @@ marks_begin(void)
 {
 	if (marks == NULL)
 		marks = MemoryContextAllocZero(TopMemoryContext,
-									   sizeof(uint32) * (grants->nslots + 1));
+									   sizeof(uint32) * (bulkhead_grants_shared->nslots + 1));
 	if (++stamp == 0)
 	{
-		memset(marks, 0, sizeof(uint32) * (grants->nslots + 1));
+		memset(marks, 0, sizeof(uint32) * (bulkhead_grants_shared->nslots + 1));
 		stamp = 1;
 	}
 }
@@ -350,7 +231,7 @@ blocked(const BulkheadGrant *g)
 {
 	int			i;
 
-	if (marks[SERVER_MARK(grants)] == stamp)
+	if (marks[SERVER_MARK(bulkhead_grants_shared)] == stamp)
 		return true;
 	for (i = 0; i < g->npath; i++)
 		if (marks[g->path[i]] == stamp)
@@ -362,16 +243,16 @@ blocked(const BulkheadGrant *g)
 static void
 mark_unserved(const BulkheadGrant *g, int64 bytes)
 {
-	int64		smax = server_max();
+	int64		smax = bulkhead_grants_server_max();
 	int			i;
 
 	if (g->npath == 0 ||
-		(smax >= 0 && grants->server.granted > 0 &&
-		 grants->server.granted + bytes > smax))
-		marks[SERVER_MARK(grants)] = stamp;
+		(smax >= 0 && bulkhead_grants_shared->server.granted > 0 &&
+		 bulkhead_grants_shared->server.granted + bytes > smax))
+		marks[SERVER_MARK(bulkhead_grants_shared)] = stamp;
 	for (i = 0; i < g->npath; i++)
 	{
-		MemLevel   *level = &grants->levels[g->path[i]];
+		MemLevel   *level = &bulkhead_grants_shared->levels[g->path[i]];
 
 		if (i == 0 ||
 			(counts_in(g, i) && bounds(level, level->max_memory, false) &&
@@ -391,9 +272,9 @@ queue_blocks(const BulkheadGrant *g, int64 bytes, bool shadow_too)
 	int			p;
 
 	marks_begin();
-	for (p = grants->head; p >= 0; p = grants->backends[p].next)
+	for (p = bulkhead_grants_shared->head; p >= 0; p = bulkhead_grants_shared->backends[p].next)
 	{
-		MemBackend *b = &grants->backends[p];
+		MemBackend *b = &bulkhead_grants_shared->backends[p];
 
 		if (blocked(&b->wait) || !fits(&b->wait, b->want, false))
 			mark_unserved(&b->wait, b->want);
@@ -424,12 +305,12 @@ wake_all(Wakeups *w)
 static void
 serve(Wakeups *w)
 {
-	int			p = grants->head;
+	int			p = bulkhead_grants_shared->head;
 
 	marks_begin();
 	while (p >= 0)
 	{
-		MemBackend *b = &grants->backends[p];
+		MemBackend *b = &bulkhead_grants_shared->backends[p];
 		int			next = b->next;
 
 		if (!blocked(&b->wait) && fits(&b->wait, b->want, false))
@@ -522,7 +403,7 @@ wait_for_grant(MemBackend *me, const BulkheadMemRequest *req, int64 timeout_us,
 		pg_read_barrier();
 		if (*((volatile uint8 *) &me->state) == MEM_GRANTED || now >= deadline)
 		{
-			LWLockAcquire(grants->lock, LW_EXCLUSIVE);
+			LWLockAcquire(bulkhead_grants_shared->lock, LW_EXCLUSIVE);
 			if (me->state == MEM_WAITING)
 			{
 				/* its time is up: what is free now, shrunk to it */
@@ -534,7 +415,7 @@ wait_for_grant(MemBackend *me, const BulkheadMemRequest *req, int64 timeout_us,
 			*grant = me->wait;
 			me->state = MEM_IDLE;
 			my_wait = false;
-			LWLockRelease(grants->lock);
+			LWLockRelease(bulkhead_grants_shared->lock);
 			wake_all(&w);
 			outcome->wait_us = now > me->queued_at ? now - me->queued_at : 0;
 			return;
@@ -555,7 +436,7 @@ bulkhead_grants_acquire(int slotno, const BulkheadMemRequest *req,
 						bool may_wait, int64 timeout_us, BulkheadGrant *grant,
 						BulkheadGrantOutcome *outcome)
 {
-	MemBackend *me = &grants->backends[BULKHEAD_MY_PROCNO];
+	MemBackend *me = &bulkhead_grants_shared->backends[BULKHEAD_MY_PROCNO];
 	int64		requested = bulkhead_memreq_bytes(req);
 	int64		want = requested;
 	int64		cut;
@@ -567,13 +448,13 @@ bulkhead_grants_acquire(int slotno, const BulkheadMemRequest *req,
 	memset(outcome, 0, sizeof(BulkheadGrantOutcome));
 	outcome->setting_kb = req->setting_kb;
 
-	LWLockAcquire(grants->lock, LW_EXCLUSIVE);
+	LWLockAcquire(bulkhead_grants_shared->lock, LW_EXCLUSIVE);
 	make_path(slotno, grant);
 	if (slotno >= 0)
-		strlcpy(name, grants->levels[slotno].name, NAMEDATALEN);
-	shadow = slotno >= 0 && grants->levels[slotno].shadow;
+		strlcpy(name, bulkhead_grants_shared->levels[slotno].name, NAMEDATALEN);
+	shadow = slotno >= 0 && bulkhead_grants_shared->levels[slotno].shadow;
 	if (slotno >= 0)
-		timeout_us = grants->levels[slotno].timeout_us;
+		timeout_us = bulkhead_grants_shared->levels[slotno].timeout_us;
 	me->pid = MyProcPid;
 	me->slot = (int16) slotno;
 	me->requested += requested;
@@ -586,7 +467,7 @@ bulkhead_grants_acquire(int slotno, const BulkheadMemRequest *req,
 		want = (int64) bulkhead_memreq_bytes_at(req, outcome->setting_kb);
 		outcome->shrunk = true;
 	}
-	queue = grants->head >= 0 ? queue_blocks(grant, want, shadow) :
+	queue = bulkhead_grants_shared->head >= 0 ? queue_blocks(grant, want, shadow) :
 		!fits(grant, want, shadow);
 	if (shadow || !queue)
 	{
@@ -607,13 +488,13 @@ bulkhead_grants_acquire(int slotno, const BulkheadMemRequest *req,
 		me->state = MEM_WAITING;
 		queue_push(BULKHEAD_MY_PROCNO);
 		count_waiting(grant, 1);
-		grants->waits++;
+		bulkhead_grants_shared->waits++;
 		my_wait = true;
 		outcome->waited = true;
 	}
 	if (outcome->shrunk && me->state != MEM_WAITING)
-		grants->shrunk++;
-	LWLockRelease(grants->lock);
+		bulkhead_grants_shared->shrunk++;
+	LWLockRelease(bulkhead_grants_shared->lock);
 	wake_all(&w);
 
 	if (me->state != MEM_WAITING)
@@ -624,28 +505,28 @@ bulkhead_grants_acquire(int slotno, const BulkheadMemRequest *req,
 	count_workload(slotno, name, true, 0, false, false);
 	wait_for_grant(me, req, timeout_us, grant, outcome);
 
-	LWLockAcquire(grants->lock, LW_EXCLUSIVE);
-	bulkhead_hist_add(&grants->wait_hist, (uint64) outcome->wait_us);
+	LWLockAcquire(bulkhead_grants_shared->lock, LW_EXCLUSIVE);
+	bulkhead_hist_add(&bulkhead_grants_shared->wait_hist, (uint64) outcome->wait_us);
 	if (outcome->shrunk)
-		grants->shrunk++;
-	LWLockRelease(grants->lock);
+		bulkhead_grants_shared->shrunk++;
+	LWLockRelease(bulkhead_grants_shared->lock);
 	count_workload(slotno, name, false, (uint64) outcome->wait_us, true, outcome->shrunk);
 }
 
 void
 bulkhead_grants_release(BulkheadGrant *grant, int64 requested)
 {
-	MemBackend *me = &grants->backends[BULKHEAD_MY_PROCNO];
+	MemBackend *me = &bulkhead_grants_shared->backends[BULKHEAD_MY_PROCNO];
 	Wakeups		w = {0};
 
-	LWLockAcquire(grants->lock, LW_EXCLUSIVE);
+	LWLockAcquire(bulkhead_grants_shared->lock, LW_EXCLUSIVE);
 	add_along(grant, -grant->bytes);
 	me->held = Max(me->held - grant->bytes, 0);
 	me->requested = Max(me->requested - requested, 0);
 	grant->bytes = 0;
-	if (grants->head >= 0)
+	if (bulkhead_grants_shared->head >= 0)
 		serve(&w);
-	LWLockRelease(grants->lock);
+	LWLockRelease(bulkhead_grants_shared->lock);
 	wake_all(&w);
 }
 
@@ -657,8 +538,8 @@ bulkhead_grants_wait_cleanup(void)
 
 	if (!my_wait)
 		return;
-	me = &grants->backends[BULKHEAD_MY_PROCNO];
-	LWLockAcquire(grants->lock, LW_EXCLUSIVE);
+	me = &bulkhead_grants_shared->backends[BULKHEAD_MY_PROCNO];
+	LWLockAcquire(bulkhead_grants_shared->lock, LW_EXCLUSIVE);
 	if (me->state == MEM_WAITING)
 	{
 		queue_remove(BULKHEAD_MY_PROCNO);
@@ -673,49 +554,10 @@ bulkhead_grants_wait_cleanup(void)
 	me->requested = Max(me->requested - me->want_requested, 0);
 	me->state = MEM_IDLE;
 	my_wait = false;
-	if (grants->head >= 0)
+	if (bulkhead_grants_shared->head >= 0)
 		serve(&w);
-	LWLockRelease(grants->lock);
+	LWLockRelease(bulkhead_grants_shared->lock);
 	wake_all(&w);
-}
-
-/*---- The worker's load ----*/
-
-void
-bulkhead_grants_define(int slotno, const char *name, int64 max_memory,
-					   int64 timeout_us, bool shadow, int parent)
-{
-	MemLevel   *level = &grants->levels[slotno];
-
-	LWLockAcquire(grants->lock, LW_EXCLUSIVE);
-	if (strcmp(level->name, name) != 0)
-	{
-		/* another workload: what was granted here counts no more */
-		level->generation++;
-		level->granted = 0;
-		level->waiting = 0;
-		level->peak = 0;
-		strlcpy(level->name, name, NAMEDATALEN);
-	}
-	level->defined = true;
-	level->max_memory = max_memory;
-	level->timeout_us = timeout_us;
-	level->shadow = shadow;
-	level->parent = (int16) parent;
-	LWLockRelease(grants->lock);
-}
-
-void
-bulkhead_grants_undefine(int slotno)
-{
-	MemLevel   *level = &grants->levels[slotno];
-
-	LWLockAcquire(grants->lock, LW_EXCLUSIVE);
-	level->defined = false;
-	level->max_memory = -1;
-	level->shadow = false;
-	level->parent = -1;
-	LWLockRelease(grants->lock);
 }
 
 /*
@@ -729,156 +571,25 @@ bulkhead_grants_loaded(void)
 	Wakeups		w = {0};
 	int			i;
 
-	LWLockAcquire(grants->lock, LW_EXCLUSIVE);
-	for (i = 0; i < grants->nslots; i++)
+	LWLockAcquire(bulkhead_grants_shared->lock, LW_EXCLUSIVE);
+	for (i = 0; i < bulkhead_grants_shared->nslots; i++)
 	{
 		int			s = i;
 		int			depth = 0;
 		bool		limited = false;
 
-		if (grants->levels[i].defined && grants->levels[i].max_memory >= 0)
+		if (bulkhead_grants_shared->levels[i].defined && bulkhead_grants_shared->levels[i].max_memory >= 0)
 			nlimits++;
 		while (s >= 0 && depth++ < BULKHEAD_MEM_PATH && !limited)
 		{
-			limited = grants->levels[s].defined && grants->levels[s].max_memory >= 0;
-			s = grants->levels[s].parent;
+			limited = bulkhead_grants_shared->levels[s].defined && bulkhead_grants_shared->levels[s].max_memory >= 0;
+			s = bulkhead_grants_shared->levels[s].parent;
 		}
-		grants->levels[i].limited = limited;
+		bulkhead_grants_shared->levels[i].limited = limited;
 	}
-	pg_atomic_write_u32(&grants->nlimits, nlimits);
-	if (grants->head >= 0)
+	pg_atomic_write_u32(&bulkhead_grants_shared->nlimits, nlimits);
+	if (bulkhead_grants_shared->head >= 0)
 		serve(&w);
-	LWLockRelease(grants->lock);
+	LWLockRelease(bulkhead_grants_shared->lock);
 	wake_all(&w);
-}
-
-bool
-bulkhead_grants_active(void)
-{
-	return bulkhead_max_memory_kb >= 0 ||
-		(grants != NULL && pg_atomic_read_u32(&grants->nlimits) > 0);
-}
-
-bool
-bulkhead_grants_limited(int slotno)
-{
-	return bulkhead_max_memory_kb >= 0 ||
-		(slotno >= 0 && grants->levels[slotno].limited);
-}
-
-/*---- What the views show ----*/
-
-void
-bulkhead_grants_level(int slotno, const char *name, BulkheadMemFigures *out)
-{
-	MemLevel   *level = &grants->levels[slotno];
-
-	LWLockAcquire(grants->lock, LW_SHARED);
-	if (strcmp(level->name, name) == 0)
-	{
-		out->granted = level->granted;
-		out->waiting = level->waiting;
-		out->max_memory = level->defined ? level->max_memory : -1;
-	}
-	else
-		memset(out, 0, sizeof(BulkheadMemFigures));
-	LWLockRelease(grants->lock);
-}
-
-int
-bulkhead_grants_backends(BulkheadMemBackendRow *rows, int max)
-{
-	int			n = 0;
-	int			i;
-
-	LWLockAcquire(grants->lock, LW_SHARED);
-	for (i = 0; i < grants->nbackends && n < max; i++)
-	{
-		MemBackend *b = &grants->backends[i];
-
-		if (b->requested == 0 && b->held == 0 && b->state != MEM_WAITING)
-			continue;
-		rows[n].pid = b->pid;
-		rows[n].procno = i;
-		rows[n].slot = b->slot;
-		if (b->slot >= 0)
-			strlcpy(rows[n].workload, grants->levels[b->slot].name, NAMEDATALEN);
-		else
-			rows[n].workload[0] = '\0';
-		rows[n].waiting = b->state == MEM_WAITING;
-		rows[n].requested = b->requested;
-		rows[n].granted = b->held;
-		n++;
-	}
-	LWLockRelease(grants->lock);
-	return n;
-}
-
-void
-bulkhead_grants_server(BulkheadMemServer *out)
-{
-	LWLockAcquire(grants->lock, LW_SHARED);
-	out->now.granted = grants->server.granted;
-	out->now.waiting = grants->server.waiting;
-	out->now.max_memory = server_max();
-	out->waits = grants->waits;
-	out->shrunk = grants->shrunk;
-	out->wait_hist = grants->wait_hist;
-	out->stats_reset = grants->stats_reset;
-	LWLockRelease(grants->lock);
-}
-
-void
-bulkhead_grants_server_reset(void)
-{
-	LWLockAcquire(grants->lock, LW_EXCLUSIVE);
-	grants->waits = 0;
-	grants->shrunk = 0;
-	memset(&grants->wait_hist, 0, sizeof(BulkheadHistogram));
-	grants->stats_reset = GetCurrentTimestamp();
-	LWLockRelease(grants->lock);
-}
-
-/*
- * The most granted at each level (peaks[slot], nslots of them) and the
- * server (*server) since the last call, which starts the next period from
- * what is granted now (the history, 1.4).
- */
-void
-bulkhead_grants_take_peaks(int64 *peaks, int64 *server)
-{
-	int			i;
-
-	LWLockAcquire(grants->lock, LW_EXCLUSIVE);
-	for (i = 0; i < grants->nslots; i++)
-	{
-		peaks[i] = grants->levels[i].peak;
-		grants->levels[i].peak = grants->levels[i].granted;
-	}
-	*server = grants->server.peak;
-	grants->server.peak = grants->server.granted;
-	LWLockRelease(grants->lock);
-}
-
-/*---- Settings ----*/
-
-void
-bulkhead_grants_init(void)
-{
-	DefineCustomIntVariable("bulkhead.max_memory",
-							"Memory the running statements of the whole server may be granted at once.",
-							"-1 turns the server's limit off.",
-							&bulkhead_max_memory_kb,
-							-1, -1, INT_MAX,
-							PGC_SIGHUP,
-							GUC_UNIT_KB,
-							NULL, NULL, NULL);
-	DefineCustomIntVariable("bulkhead.memory_timeout",
-							"How long a statement outside any workload waits for its memory grant before it runs with less.",
-							NULL,
-							&bulkhead_memory_timeout_ms,
-							5000, 0, INT_MAX,
-							PGC_USERSET,
-							GUC_UNIT_MS,
-							NULL, NULL, NULL);
 }

@@ -40,24 +40,13 @@
 #ifndef BULKHEAD_GRANTS_H
 #define BULKHEAD_GRANTS_H
 
+#include "grantpath.h"
 #include "memreq.h"
 #include "stats.h"
-
-/* A workload and the budgets above it (at most 4 levels of budgets) */
-#define BULKHEAD_MEM_PATH		6
 
 /*---- GUC variables (grants.c) ----*/
 extern int	bulkhead_max_memory_kb; /* bulkhead.max_memory; -1: off */
 extern int	bulkhead_memory_timeout_ms; /* bulkhead.memory_timeout */
-
-/* One grant a statement holds: what it added, and where */
-typedef struct BulkheadGrant
-{
-	int64		bytes;
-	int			npath;			/* levels counted (0: the server only) */
-	int16		path[BULKHEAD_MEM_PATH];
-	uint32		gens[BULKHEAD_MEM_PATH];
-} BulkheadGrant;
 
 /* How a request was served */
 typedef struct BulkheadGrantOutcome

@@ -1,0 +1,84 @@
+/*-------------------------------------------------------------------------
+ *
+ * grantshm.h
+ *	  Memory grants (1.4): the shared structures of grants.c and
+ *	  grantstate.c, the two halves of one owner (see grants.h for the locks).
+ *	  No other module includes it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BULKHEAD_GRANTSHM_H
+#define BULKHEAD_GRANTSHM_H
+
+#include "grantpath.h"
+#include "stats.h"
+
+#include "port/atomics.h"
+#include "storage/lwlock.h"
+
+typedef enum MemState
+{
+	MEM_IDLE = 0,
+	MEM_WAITING,				/* linked in the waiters' queue */
+	MEM_GRANTED					/* its wait was granted, not seen yet */
+} MemState;
+
+typedef struct MemLevel
+{
+	int64		max_memory;		/* bytes; -1: no limit */
+	int64		timeout_us;		/* memory_timeout, or queue_timeout */
+	int16		parent;			/* slot of the budget above, -1: none */
+	bool		shadow;
+	bool		defined;
+	bool		limited;		/* a max_memory here or above (no lock) */
+	uint32		generation;
+	char		name[NAMEDATALEN];
+	int64		granted;		/* the subtree's */
+	int			waiting;		/* the subtree's */
+	int64		peak;			/* the most granted since the last
+								 * bulkhead_grants_take_peaks */
+} MemLevel;
+
+typedef struct MemBackend
+{
+	int32		pid;
+	int16		slot;			/* workload of its last request, -1: none */
+	uint8		state;			/* MemState */
+	int32		prev;			/* neighbours in the waiters' queue */
+	int32		next;
+	int64		requested;		/* its statements' requests (held, awaited) */
+	int64		held;			/* bytes granted to it */
+	int64		want;			/* the request it waits for (cut) */
+	int64		want_requested; /* ... as requested */
+	TimestampTz queued_at;
+	BulkheadGrant wait;			/* the path of the request it waits for */
+} MemBackend;
+
+typedef struct BulkheadGrants
+{
+	LWLock	   *lock;
+	int			nslots;
+	int			nbackends;
+	pg_atomic_uint32 nlimits;	/* defined workloads with a max_memory */
+	MemLevel	server;			/* max_memory unused: bulkhead.max_memory */
+	uint64		waits;			/* the server's figures */
+	uint64		shrunk;
+	BulkheadHistogram wait_hist;
+	TimestampTz stats_reset;
+	int32		head;			/* the waiters, oldest first */
+	int32		tail;
+	MemLevel   *levels;			/* nslots */
+	MemBackend *backends;		/* nbackends */
+} BulkheadGrants;
+
+extern BulkheadGrants *bulkhead_grants_shared;
+extern int	bulkhead_max_memory_kb;
+
+/* bulkhead.max_memory in bytes; -1: off */
+static inline int64
+bulkhead_grants_server_max(void)
+{
+	return bulkhead_max_memory_kb < 0 ? -1 : (int64) bulkhead_max_memory_kb * 1024;
+}
+
+#endif							/* BULKHEAD_GRANTSHM_H */
