@@ -185,6 +185,85 @@ bulkhead_caps_leave_slow(BulkheadCapsFrame frame)
 		AtEOXact_GUC(true, frame.level);
 }
 
+/*---- The statement's frame ----*/
+
+/*
+ * The level a client's top-level statement runs its phases in: made at the
+ * first phase that needs it, kept over the statement's later phases and
+ * over the next statements that run under the same caps, so that a
+ * statement pays one nesting level and one set_config per setting lowered
+ * (a frame per phase cost about three times that).  Gone with its
+ * transaction (whose end pops every level), or with the abort of the
+ * subtransaction it was made in; popped before a top-level utility runs
+ * (SET, SHOW, COMMIT, ...: they see and change the session's own values),
+ * and when the caps in force change.  A set_config() by a statement that
+ * raised a setting above its cap is lowered again at the next phase.
+ * Nothing is above it at a top-level phase: any other level (a function's
+ * SET clause, a nested statement's frame) is made and popped inside one.
+ */
+bool		bulkhead_caps_framed = false;	/* statement_frame.open */
+
+static struct
+{
+	bool		open;
+	int			level;
+	uint64		ends;			/* xact_ends when it was made */
+	SubTransactionId subid;		/* the subtransaction it was made in */
+	BulkheadCaps caps;
+}			statement_frame;
+
+static bool
+same_caps(const BulkheadCaps *a, const BulkheadCaps *b)
+{
+	int			i;
+
+	if (a->mask != b->mask)
+		return false;
+	for (i = 0; i < BULKHEAD_NUM_CAPS; i++)
+		if ((a->mask & (1 << i)) && a->value[i] != b->value[i])
+			return false;
+	return true;
+}
+
+void
+bulkhead_caps_statement_slow(const BulkheadCaps *caps)
+{
+	uint8		lower;
+	int			i;
+
+	if (statement_frame.open && statement_frame.ends != xact_ends)
+		statement_frame.open = bulkhead_caps_framed = false;	/* popped by its
+																 * transaction */
+	if (statement_frame.open && !same_caps(&statement_frame.caps, caps))
+		bulkhead_caps_statement_close();
+	if (caps->mask == 0)
+		return;
+	lower = to_lower(caps, caps->mask);
+	if (lower == 0)
+		return;					/* (in its frame: nothing was raised) */
+	if (!statement_frame.open)
+	{
+		statement_frame.level = NewGUCNestLevel();
+		statement_frame.ends = xact_ends;
+		statement_frame.subid = GetCurrentSubTransactionId();
+		statement_frame.caps = *caps;
+		statement_frame.open = bulkhead_caps_framed = true;
+	}
+	for (i = 0; i < BULKHEAD_NUM_CAPS; i++)
+		if (lower & (1 << i))
+			set_cap(i, caps->value[i], GUC_ACTION_SAVE);
+}
+
+void
+bulkhead_caps_statement_close(void)
+{
+	if (!statement_frame.open)
+		return;
+	statement_frame.open = bulkhead_caps_framed = false;
+	if (statement_frame.ends == xact_ends)
+		AtEOXact_GUC(true, statement_frame.level);
+}
+
 /* Lower the workers of each Gather and Gather Merge in plan to at most n */
 static void
 lower_workers(Plan *plan, int n)
@@ -405,8 +484,19 @@ caps_xact_callback(XactEvent event, void *arg)
 	}
 }
 
+/* The abort of the subtransaction the statement's frame was made in pops it */
+static void
+caps_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					  SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB && statement_frame.open &&
+		mySubid <= statement_frame.subid)
+		statement_frame.open = bulkhead_caps_framed = false;
+}
+
 void
 bulkhead_caps_init(void)
 {
 	RegisterXactCallback(caps_xact_callback, NULL);
+	RegisterSubXactCallback(caps_subxact_callback, NULL);
 }

@@ -104,6 +104,24 @@ bulkhead_caps_leave(BulkheadCapsFrame frame)
 }
 
 /*
+ * A client's top-level statement: the caps set once for its phases, in a
+ * level kept open while the next statements run under the same caps (see
+ * caps.c); closed before a top-level utility runs.
+ */
+extern bool bulkhead_caps_framed;
+extern void bulkhead_caps_statement_slow(const BulkheadCaps *caps);
+extern void bulkhead_caps_statement_close(void);
+
+/* (inline: without caps and without a frame, the common case, a test) */
+static inline void
+bulkhead_caps_statement(const BulkheadCaps *caps)
+{
+	if (likely(caps->mask == 0 && !bulkhead_caps_framed))
+		return;
+	bulkhead_caps_statement_slow(caps);
+}
+
+/*
  * A top-level utility that may commit internally (VACUUM, CREATE INDEX
  * CONCURRENTLY, ...) would pop a GUC nesting level at its first commit:
  * there the caps are set for the session instead, and the session's own

@@ -127,11 +127,35 @@ plan_next(PLANNER_PARAMS)
 	return result;
 }
 
-/* The same with caps in force (an error pops their level with the abort) */
-static PlannedStmt *
-plan_capped(const BulkheadCaps *caps, PLANNER_PARAMS)
+/*
+ * The caps of a phase: a phase of the client's top-level statement runs in
+ * the statement's frame (caps.c: set once for its phases), a nested one in
+ * a frame of its own, which finds the values lowered already and costs a
+ * test.  An error pops either level with the abort.
+ */
+static inline BulkheadCapsFrame
+caps_for_phase(const BulkheadCaps *caps, bool top)
 {
-	BulkheadCapsFrame frame = bulkhead_caps_enter(caps);
+	BulkheadCapsFrame none = {0, 0};
+
+	if (!top)
+		return bulkhead_caps_enter(caps);
+	bulkhead_caps_statement(caps);
+	return none;
+}
+
+/* An executor phase of the client's statement: at level 0, in its portal */
+static inline bool
+executor_top(void)
+{
+	return bulkhead_nesting == 0 && ActivePortal != NULL;
+}
+
+/* The same with caps in force; top: the client's statement */
+static PlannedStmt *
+plan_capped(const BulkheadCaps *caps, bool top, PLANNER_PARAMS)
+{
+	BulkheadCapsFrame frame = caps_for_phase(caps, top);
 	PlannedStmt *result = plan_next(PLANNER_ARGS(parse));
 
 	bulkhead_caps_leave(frame);
@@ -151,7 +175,7 @@ plan_unmatched(const BulkheadCaps *caps, PLANNER_PARAMS)
 	bulkhead_planning_unmatched = true;
 	PG_TRY();
 	{
-		result = plan_capped(caps, PLANNER_ARGS(parse));
+		result = plan_capped(caps, true, PLANNER_ARGS(parse));
 	}
 	PG_FINALLY();
 	{
@@ -203,7 +227,7 @@ plan_and_match(PLANNER_PARAMS)
 	if (given_up)
 		PushActiveSnapshot(GetTransactionSnapshot());
 	if (copy != NULL && bulkhead_caps_planning_differ(&planned_under, &bulkhead_caps_in_force))
-		result = plan_capped(&bulkhead_caps_in_force, PLANNER_ARGS(copy));
+		result = plan_capped(&bulkhead_caps_in_force, true, PLANNER_ARGS(copy));
 	bulkhead_statement_matched(query_string, result);
 	return result;
 }
@@ -215,7 +239,9 @@ plan_and_match(PLANNER_PARAMS)
 static PlannedStmt *
 hooks_planner(PLANNER_PARAMS)
 {
-	if (bulkhead_planning_is_top(query_string))
+	bool		top = bulkhead_planning_is_top(query_string);
+
+	if (top)
 	{
 		bulkhead_caps_restore_pending();
 		if (lanes_here())
@@ -229,7 +255,7 @@ hooks_planner(PLANNER_PARAMS)
 				PushActiveSnapshot(GetTransactionSnapshot());
 		}
 	}
-	return plan_capped(&bulkhead_caps_in_force, PLANNER_ARGS(parse));
+	return plan_capped(&bulkhead_caps_in_force, top, PLANNER_ARGS(parse));
 }
 
 /*
@@ -317,8 +343,9 @@ hooks_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	gate_executor_start(queryDesc, eflags);
 	bulkhead_caps_parallel_workers(queryDesc, &bulkhead_caps_in_force);
 	/* its memory grant (1.4), before the nodes that fix their limit here */
-	frame = bulkhead_caps_enter(bulkhead_memory_start(queryDesc, eflags,
-													  &bulkhead_caps_in_force));
+	frame = caps_for_phase(bulkhead_memory_start(queryDesc, eflags,
+												 &bulkhead_caps_in_force),
+						   executor_top());
 	start_next(queryDesc, eflags);
 	bulkhead_caps_leave(frame);
 }
@@ -331,7 +358,8 @@ hooks_ExecutorRun(RUN_PARAMS)
 	/* a portal resumed in a transaction that lost its permit since */
 	if (bulkhead_nesting == 0 && !bulkhead_gate_passed())
 		(void) bulkhead_gate_transaction(NULL);
-	frame = bulkhead_caps_enter(bulkhead_memory_caps(queryDesc, &bulkhead_caps_in_force));
+	frame = caps_for_phase(bulkhead_memory_caps(queryDesc, &bulkhead_caps_in_force),
+						   executor_top());
 	run_next(RUN_ARGS);
 	bulkhead_caps_leave(frame);
 }
@@ -347,8 +375,9 @@ hooks_ExecutorFinish(QueryDesc *queryDesc)
 
 	if (queryDesc->operation != CMD_SELECT ||
 		queryDesc->plannedstmt->hasModifyingCTE)
-		frame = bulkhead_caps_enter(bulkhead_memory_caps(queryDesc,
-														 &bulkhead_caps_in_force));
+		frame = caps_for_phase(bulkhead_memory_caps(queryDesc,
+													&bulkhead_caps_in_force),
+							   executor_top());
 	finish_next(queryDesc);
 	bulkhead_caps_leave(frame);
 }
@@ -514,6 +543,9 @@ hooks_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	BulkheadCapsFrame frame = {0, 0};
 	const BulkheadCaps *in_force;
 
+	/* a top-level utility sees, and changes, the session's own values */
+	if (top)
+		bulkhead_caps_statement_close();
 	bulkhead_caps_restore_pending();
 	bulkhead_local_follow_moves();
 	hold = gate_utility(stmt, queryString, context);
