@@ -9,23 +9,25 @@
 # or else its children are made likelier victims than it (oom_score_adj
 # 500 above it).
 #
-#  1. Without grants: four sessions run at once a hash aggregate of 2
+#  1. Without grants: four sessions run at once a hash aggregate of 3
 #     million groups with work_mem = 512MB and hash_mem_multiplier = 2
 #     (its hash table may grow to 1 GB before it spills).  Each alone peaks
-#     at about 230 MB, together they would need some 930 MB: the cgroup's
-#     OOM killer kills one of the four backends (oom_kill rises; the
-#     postmaster logs "server process (PID n) was terminated by signal 9",
-#     "client backend" from 18 on), the postmaster ends the others and
-#     reinitializes, and all four sessions are lost.  About 4 s after they
-#     start (2 CPUs, under load).
+#     at about 420 MB on 15 and 200 MB on 18 (whose hash tables are
+#     smaller; with 2 million groups four of them passed 512 MB too little
+#     to be killed), so together they need 1.5 to 3.3 times the limit:
+#     the cgroup's OOM killer kills one of the four backends (oom_kill
+#     rises; the postmaster logs "server process (PID n) was terminated by
+#     signal 9", "client backend" from 18 on), the postmaster ends the
+#     others and reinitializes, and all four sessions are lost.  About 4 s
+#     after they start (2 CPUs, under load).
 #  2. With grants (bulkhead 1.4; a subtest that skips, and says so, on an
 #     extension without them): bulkhead.max_memory = 128MB, a quarter of
-#     the limit, because a hash aggregate overshoots its hash_mem (15,
-#     measured in this cgroup: 105 MB of backend memory for a hash_mem of
-#     64 MB, 48 MB for 32 MB), and the rest holds the shared memory, the
-#     postmaster and its other children, each backend's own memory and the
-#     page cache of the spill files; bulkhead.memory_timeout = 1s, so that
-#     waiters run shrunk.  The same four statements all return their
+#     the limit, because a hash aggregate overshoots its hash_mem (measured
+#     in this cgroup: on 15, 105 MB of backend memory for a hash_mem of
+#     64 MB, 48 MB for 32 MB; on 18 about what it may use), and the rest
+#     holds the shared memory, the postmaster and its other children, each
+#     backend's own memory and the page cache of the spill files;
+#     bulkhead.memory_timeout = 1s, so that waiters run shrunk.  The same four statements all return their
 #     count; oom_kill does not rise and no process is killed; a sampler
 #     (psql \watch every 20 ms) never sees bulkhead_memory.memory_granted
 #     above max_memory but for the documented floor, 64 kB per memory node
@@ -60,7 +62,7 @@ plan skip_all => $why unless $cg;
 my $limit = 512 * 1024 * 1024;    # the cgroup's hard limit
 my $max_memory_mb = 128;          # bulkhead.max_memory of part 2
 my $n = 4;                        # statements at once
-my $groups = 2_000_000;           # groups of each hash aggregate
+my $groups = 3_000_000;           # groups of each hash aggregate
 my $statement = 'SELECT count(*) FROM (SELECT g, count(*) FROM'
   . " (SELECT generate_series(1, $groups) g) s0 GROUP BY g) s";
 my @settings = ("SET jit = off", "SET work_mem = '512MB'", 'SET hash_mem_multiplier = 2');
