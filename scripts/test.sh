@@ -167,7 +167,7 @@ mount_for() {    # mount_for MAJOR|""
     bh_pg_chroot_mount "$root" "$WORK" || return 1
     MOUNTED[$major]=$root
 }
-trap 'mount_for ""; bh_cleanup_work' EXIT
+trap 'mount_for ""; memcg_remove; bh_cleanup_work' EXIT
 
 TIMING_NAMES=()
 TIMING_US=()
@@ -282,8 +282,76 @@ phase_make() {
     shift 2
     while [ "$1" != -- ]; do prefix+=("$1"); shift; done
     shift
-    bh_pg_run "$major" "$dir" \
+    bh_pg_run "$major" "$dir" "${MEMCG_JOIN[@]}" \
         runuser -u postgres -- "${prefix[@]}" make installcheck PG_CONFIG="${PG_CONFIG_OF[$major]}" "$@" 2>&1
+}
+
+# TAP 220 (test/t/220_memory_oom.pl) runs a server in a memory cgroup with a
+# hard limit, to see the OOM killer at work, which postgres cannot make:
+# memcg_make MAJOR makes one for a TAP run on this machine (a chroot's
+# version has no /sys/fs/cgroup: there the test skips), hands it to
+# postgres and names it in BULKHEAD_TEST_MEMCG; memcg_remove moves what is
+# left in it back into this script's cgroup and removes it.  cgroup v1 (a
+# hierarchy with the memory controller): one group, which postgres may
+# enter with its own processes.  cgroup v2: a process may move only under
+# a common ancestor whose cgroup.procs its user may write, so the group is
+# the leaf "oom" of a subtree handed to postgres, and the TAP run starts in
+# its leaf "run" (MEMCG_JOIN, as root).  (A "+memory" that memcg_make adds
+# to the v2 root's cgroup.subtree_control stays.)
+MEMCG_NAME=bulkhead-oomtest
+MEMCG='' MEMCG_TOP='' MEMCG_HOME=''
+MEMCG_JOIN=()
+memcg_make() {    # memcg_make MAJOR
+    local v1 v2 top
+    if [ -n "$(bh_pg_root_of "$1")" ]; then
+        bh_say "tap $1: no memory cgroup in a chroot (220_memory_oom skips)"
+        return 0
+    fi
+    v1=$(awk '$3 == "cgroup" && $4 ~ /(^|,)memory(,|$)/ { print $2; exit }' /proc/self/mounts)
+    v2=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)
+    if [ -n "$v1" ]; then
+        MEMCG_HOME=$v1$(awk -F: '$2 ~ /(^|,)memory(,|$)/ { print $3; exit }' /proc/self/cgroup)
+        top=$v1/$MEMCG_NAME
+    elif [ -n "$v2" ] && grep -qw memory "$v2/cgroup.controllers" 2>/dev/null; then
+        MEMCG_HOME=$v2$(awk -F: '$1 == 0 { print $3; exit }' /proc/self/cgroup)
+        top=$v2/$MEMCG_NAME
+    else
+        bh_warn "tap $1: no memory cgroup controller: 220_memory_oom skips"
+        return 0
+    fi
+    MEMCG_HOME=${MEMCG_HOME%/}/cgroup.procs
+    MEMCG_TOP=$top
+    memcg_remove    # (a stale one, of a run that was killed)
+    MEMCG_TOP=$top
+    if [ -n "$v1" ]; then
+        mkdir "$top" && chown -R postgres: "$top" && MEMCG=$top
+    else
+        { grep -qw memory "$v2/cgroup.subtree_control" ||
+              echo +memory >"$v2/cgroup.subtree_control"; } &&
+        mkdir "$top" && echo +memory >"$top/cgroup.subtree_control" &&
+        mkdir "$top/run" "$top/oom" && chown -R postgres: "$top" && MEMCG=$top/oom &&
+        # shellcheck disable=SC2016  # (the shell's own $$, $0 and $@)
+        MEMCG_JOIN=(sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$top/run")
+    fi || { bh_warn "tap $1: could not make the memory cgroup $top: 220_memory_oom skips"; memcg_remove; return 0; }
+    bh_say "tap $1: memory cgroup $MEMCG for 220_memory_oom (BULKHEAD_TEST_MEMCG)"
+}
+memcg_remove() {
+    local top=${MEMCG_TOP:-} d pid try
+    MEMCG='' MEMCG_TOP=''
+    MEMCG_JOIN=()
+    [ -n "$top" ] && [ -d "$top" ] || return 0
+    for try in 1 2 3 4 5; do
+        while IFS= read -r d; do
+            [ -e "$d/cgroup.procs" ] || continue
+            while IFS= read -r pid; do
+                echo "$pid" >"$MEMCG_HOME" 2>/dev/null || true
+            done <"$d/cgroup.procs"
+            rmdir -- "$d" 2>/dev/null || true
+        done < <(find "$top" -depth -type d 2>/dev/null)
+        [ -d "$top" ] || return 0
+        sleep 0.2
+    done
+    bh_warn "could not remove the cgroup $top (try $try)"
 }
 
 # phase_exec SUITE MAJOR [PORT]: the suite's make installcheck; its output
@@ -305,7 +373,8 @@ phase_exec() {
                    elif [ -n "$(bh_pg_root_of "$major")" ]; then
                        args+=("PROVE_TESTS=$(cd "$dir" && printf '%s\n' test/t/*.pl |
                            grep -vxF -f <(printf 'test/t/%s.pl\n' "${TAP_HOST_ONLY[@]}") | tr '\n' ' ')")
-                   fi ;;
+                   fi
+                   [ -z "$MEMCG" ] || prefix=(env "BULKHEAD_TEST_MEMCG=$MEMCG") ;;
         locale)    args=(ISOLATION= TAP_TESTS=)
                    prefix=(env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="$dir" LC_ALL=C) ;;
     esac
@@ -573,7 +642,7 @@ for item in "${PLAN[@]}"; do
                 awk -v m="$major" '$2 == m && ($1 == "regress" || $1 == "isolation" || $1 == "locale") { print $1 }')
             if [ ${#together[@]} -gt 1 ]; then run_phases_at_once "$major" "${together[@]}"
             else run_phase "$suite" "$major"; fi ;;
-        tap) run_phase "$suite" "$major" ;;
+        tap) memcg_make "$major"; run_phase "$suite" "$major"; memcg_remove ;;
         bench) run_script_phase bench "$major" test/bench/run --quick ;;
         # the stress tool, shortened: 48 clients for 10 s, each other mode
         # (deadlocks, guards, budgets, runaway holders, tenants) 6 s (a smoke
