@@ -17,6 +17,13 @@
 #        for "dip", at min_running for 14 minutes only (likewise);
 #      - BulkheadAdaptiveLimitAtMin reads a misspelt min_running metric: it
 #        never fires ("hot" is missing at 15 minutes).
+#      - BulkheadMemoryWaits fires on any wait (average > 0 instead of
+#        >= 1): it fires for "spiky", half a statement waiting on average;
+#      - BulkheadMemoryWaits tests the gauge, not its 5-minute average: it
+#        never fires for "bursty", whose samples fall to 0 every third minute
+#        while two statements wait on average;
+#      - BulkheadMemoryWaits holds 5 minutes instead of 10: it fires for
+#        "reports" at 9 minutes.
 #
 # Ends with "N passed, N failed"; exit status 0 only if all passed.
 #
@@ -96,6 +103,15 @@ broken "BulkheadAdaptiveLimitAtMin held 10 minutes instead of 15 fails the unit 
 broken "BulkheadAdaptiveLimitAtMin on a misspelt metric fails the unit tests" \
     's/bulkhead_current_limit == bulkhead_config_min_running/bulkhead_current_limit == bulkhead_config_min_runing/' \
     'alertname: BulkheadAdaptiveLimitAtMin, time: 15m'
+broken "BulkheadMemoryWaits on any wait at all fails the unit tests" \
+    's/avg_over_time(bulkhead_memory_waiting\[5m\]) >= 1$/avg_over_time(bulkhead_memory_waiting[5m]) > 0/' \
+    'alertname="BulkheadMemoryWaits".*workload="spiky"'
+broken "BulkheadMemoryWaits on the gauge instead of its average fails the unit tests" \
+    's/avg_over_time(bulkhead_memory_waiting\[5m\]) >= 1$/bulkhead_memory_waiting >= 1/' \
+    'alertname: BulkheadMemoryWaits, time: 10m'
+broken "BulkheadMemoryWaits held 5 minutes instead of 10 fails the unit tests" \
+    '/alert: BulkheadMemoryWaits/,/for:/s/for: 10m/for: 5m/' \
+    'alertname="BulkheadMemoryWaits".*workload="reports"'
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
