@@ -16,7 +16,7 @@
 #      - BulkheadAdaptiveLimitAtMin holds 10 minutes instead of 15: it fires
 #        for "dip", at min_running for 14 minutes only (likewise);
 #      - BulkheadAdaptiveLimitAtMin reads a misspelt min_running metric: it
-#        never fires ("hot" is missing at 15 minutes).
+#        never fires ("hot" is missing at 15 minutes);
 #      - BulkheadMemoryWaits fires on any wait (average > 0 instead of
 #        >= 1): it fires for "spiky", half a statement waiting on average;
 #      - BulkheadMemoryWaits tests the gauge, not its 5-minute average: it
@@ -169,7 +169,7 @@ broken_dashboard() {
 }
 
 if ! command -v "$PYTHON" >/dev/null; then
-    check "$PYTHON for monitoring/grafana/check.py (apt-get install python3)" 1
+    check "$PYTHON not found, monitoring/grafana/check.py not run: apt-get install python3" 1
 else
     rc=0
     dashboard_check "$QUERIES" "$GRAFANA/bulkhead-dashboard.json" || rc=$?
