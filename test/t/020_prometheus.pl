@@ -203,6 +203,22 @@ is($node->safe_psql('postgres',
 		"SELECT running, borrowed FROM bulkhead_stats WHERE workload = 'bc'"),
 	'1|1', 'bc borrows one permit of b');
 
+# Memory grants (1.4): m1 and m2 have a max_memory ('700MB', and a plain
+# number, which is in kB), the other workloads none, so no
+# bulkhead_max_memory_bytes series; the server's bound bulkhead.max_memory is
+# on for the first scrape and turned off for a second one. No statement of
+# theirs runs and nothing waits for memory: the figures are those at rest.
+$node->safe_psql('postgres', q{
+	INSERT INTO bulkhead_workload (name, max_running, max_memory)
+	VALUES ('m1', 1, '700MB'), ('m2', 1, '65536');
+	});
+wait_loaded($node, 'm1', 1);
+wait_loaded($node, 'm2', 1);
+$node->safe_psql('postgres', "ALTER SYSTEM SET bulkhead.max_memory = '1536MB'");
+$node->safe_psql('postgres', 'SELECT pg_reload_conf()');
+ok(poll_until($node, 'SELECT max_memory IS NOT NULL FROM bulkhead_memory'),
+	'bulkhead.max_memory 1536MB loaded');
+
 #
 # The exporter, on a free loopback port, connected through the node's
 # Unix socket.
@@ -339,12 +355,16 @@ my %expected_types = (
 		  current_limit config_min_running config_adaptive
 		  budget_reserved budget_weight budget_borrowed
 		  wait_time_max_seconds stats_reset_timestamp_seconds
-		  wait_time_seconds hold_time_seconds activity_backends)),
+		  wait_time_seconds hold_time_seconds activity_backends
+		  memory_granted_bytes memory_waiting memory_wait_p99_seconds
+		  max_memory_bytes memory_server_granted_bytes memory_server_waiting
+		  memory_server_max_bytes)),
 	(map { ("bulkhead_${_}_total" => 'counter') }
 		  qw(acquired rejected_full timed_out cancelled released
 		  shadow_queued shadow_rejected deadlocks wait_time_seconds
 		  hold_time_seconds budget_over_hold budget_moved_out
-		  budget_moved_in)));
+		  budget_moved_in memory_waits memory_shrunk memory_server_waits
+		  memory_server_shrunk)));
 for my $m (sort keys %expected_types)
 {
 	is($types{$m}, $expected_types{$m}, "# TYPE $m $expected_types{$m}");
@@ -412,6 +432,52 @@ metric_is('bulkhead_activity_backends', { workload => 'w', state => 'running' },
 metric_is('bulkhead_activity_backends', { workload => 'w', state => 'queued' }, 1);
 metric_is('bulkhead_activity_backends', { workload => 'sh', state => 'running' }, 0);
 metric_is('bulkhead_activity_backends', { workload => 'sh', state => 'queued' }, 0);
+# (1.4) a statement waiting for its memory grant has its own state; none now
+metric_is('bulkhead_activity_backends', { workload => $_, state => 'waiting for memory' }, 0)
+  for qw(w sh m1);
+
+# memory grants (1.4): max_memory in bytes, absent without one
+my %m1 = (workload => 'm1', mode => 'enforce');
+my %m2 = (workload => 'm2', mode => 'enforce');
+metric_is('bulkhead_max_memory_bytes', \%m1, 700 * 1024 * 1024);
+metric_is('bulkhead_max_memory_bytes', \%m2, 65536 * 1024);
+for my $wl ('w', 'sh', 'ad', 'b', 'bc')
+{
+	is(scalar(grep { $_->{labels}{workload} eq $wl }
+			  @{ $samples{bulkhead_max_memory_bytes} // [] }),
+		0, "no bulkhead_max_memory_bytes for $wl (max_memory NULL)");
+}
+# at rest nothing is granted (a grant ends with its statement, and the one
+# statement running in a workload, C's bulkhead_acquire, has no memory node)
+# and nothing ever waited for memory
+for my $l (\%w, \%sh, \%m1, \%m2)
+{
+	metric_is("bulkhead_$_", $l, 0)
+	  for qw(memory_granted_bytes memory_waiting memory_waits_total
+	  memory_shrunk_total);
+	my $p99 = $node->safe_psql('postgres',
+		"SELECT memory_wait_p99_ms FROM bulkhead_stats WHERE workload = '$l->{workload}'");
+	if ($p99 eq '')
+	{
+		is(sample('bulkhead_memory_wait_p99_seconds', %$l), 'NaN',
+			"bulkhead_memory_wait_p99_seconds{workload=\"$l->{workload}\"} NaN (NULL)");
+	}
+	else
+	{
+		metric_is('bulkhead_memory_wait_p99_seconds', $l, $p99 / 1000);
+	}
+}
+# the server level: bulkhead.max_memory in bytes; nothing waits. What is
+# granted may include the exporter's own statement, which reads the view
+# while it runs: only bounded here.
+metric_is('bulkhead_memory_server_max_bytes', {}, 1536 * 1024 * 1024);
+metric_is('bulkhead_memory_server_waiting', {}, 0);
+metric_is('bulkhead_memory_server_waits_total', {}, 0);
+metric_is('bulkhead_memory_server_shrunk_total', {}, 0);
+my $granted = sample('bulkhead_memory_server_granted_bytes');
+ok(defined $granted && $granted >= 0 && $granted < 1536 * 1024 * 1024,
+	'bulkhead_memory_server_granted_bytes within [0, bulkhead.max_memory)'
+	  . (defined $granted ? " ($granted)" : ' (no sample)'));
 
 # durations: the figures of bulkhead_stats, in seconds (they no longer
 # change: no wait ends and no permit is released until the scrape is done)
@@ -462,6 +528,28 @@ ok(sample('bulkhead_hold_time_seconds', %w, quantile => '0.99') > 0,
 	'w: hold p99 > 0');
 my $reset = sample('bulkhead_stats_reset_timestamp_seconds', %w);
 ok(abs($reset - time()) < 3600, "w: stats_reset $reset is a recent Unix time");
+
+# bulkhead.max_memory off: bulkhead_memory_server_max_bytes disappears from
+# the scrapes, the other server-level metrics stay
+$node->safe_psql('postgres', 'ALTER SYSTEM RESET bulkhead.max_memory');
+$node->safe_psql('postgres', 'SELECT pg_reload_conf()');
+ok(poll_until($node, 'SELECT max_memory IS NULL FROM bulkhead_memory'),
+	'bulkhead.max_memory off again');
+my $gone = 0;
+$deadline = time() + 30;
+while (!$gone && time() < $deadline)
+{
+	my $res = $http->get($url);
+	if ($res->{success})
+	{
+		my ($s) = parse_metrics($res->{content});
+		$gone = !$s->{bulkhead_memory_server_max_bytes}
+		  && $s->{bulkhead_memory_server_granted_bytes};
+	}
+	usleep(200_000) unless $gone;
+}
+ok($gone, 'bulkhead.max_memory off: no bulkhead_memory_server_max_bytes,'
+	  . ' bulkhead_memory_server_granted_bytes still exported');
 
 # the end of the sequence: B releases, C gets its permit
 check_sql($sb, "SELECT bulkhead_release('w')", undef, 'B: release');
