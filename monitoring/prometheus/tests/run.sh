@@ -30,8 +30,8 @@
 #      it lists as unused on purpose), and that it rejects copies broken on
 #      purpose:
 #      - a panel reads bulkhead_rejected_total, which no query exports;
-#      - the queries export one more gauge, bulkhead_spare_gauge, that no
-#        panel shows.
+#      - the queries export one more gauge, bulkhead_memory_spare_gauge, that
+#        no panel shows.
 #
 # Ends with "N passed, N failed"; exit status 0 only if all passed.
 #
@@ -181,8 +181,8 @@ else
         'bulkhead_rejected_total is not exported by the queries'
     broken_dashboard "queries exporting a metric no panel shows fail check.py" \
         "$QUERIES" \
-        's/ AS memory_wait_p99_seconds$/ AS memory_wait_p99_seconds,\n           0 AS spare_gauge/; /description: "99th percentile of the waits for a memory grant/s/$/\n    - spare_gauge:\n        usage: "GAUGE"\n        description: "A gauge no panel shows"/' \
-        'bulkhead_spare_gauge: exported \(query bulkhead\), shown by no panel'
+        's/ AS wait_p99_seconds$/ AS wait_p99_seconds,\n           0 AS spare_gauge/; /description: "99th percentile of the waits for a memory grant/s/$/\n    - spare_gauge:\n        usage: "GAUGE"\n        description: "A gauge no panel shows"/' \
+        'bulkhead_memory_spare_gauge: exported \(query bulkhead_memory\), shown by no panel'
 fi
 
 echo "$passed passed, $failed failed"
