@@ -35,7 +35,8 @@
 #       async          the block is sent and the page goes on at once, as
 #                      when a reader leaves a session waiting for a permit:
 #                      the next step starts when the block has ended or its
-#                      backend is queued in bulkhead_activity; its errors
+#                      backend is queued in bulkhead_activity (for a permit,
+#                      or waiting for memory); its errors
 #                      are checked when its session is used again, or at the
 #                      end of the page
 #
@@ -343,7 +344,8 @@ sub run_page
 			ok( poll_until(
 					$node,
 					"SELECT NOT EXISTS (SELECT FROM pg_stat_activity WHERE pid = $ses->{pid} AND state = 'active')"
-					  . " OR EXISTS (SELECT FROM bulkhead_activity WHERE pid = $ses->{pid} AND state = 'queued')",
+					  . " OR EXISTS (SELECT FROM bulkhead_activity WHERE pid = $ses->{pid}"
+					  . " AND state IN ('queued', 'waiting for memory'))",
 					30),
 				"$page:$step->{line}: the async block ended or queued");
 		}
