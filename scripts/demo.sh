@@ -10,9 +10,10 @@
 # sessions: a permit taken, a caller queued and served in turn, a caller
 # rejected (53B01), a wait that times out (53B02), a guard that cancels a slow
 # statement (57014), the statistics, a shared budget (a reservation kept
-# while another workload borrows the rest), tenants, and lanes (1.3): a costly
+# while another workload borrows the rest), tenants, lanes (1.3): a costly
 # query from the web role waits in a capped heavy lane while the web lane's
-# point lookups keep their latency. The server is stopped and every file
+# point lookups keep their latency, and memory grants (1.4): four reports
+# that each want 24MB run in turn within a workload's 24MB. The server is stopped and every file
 # removed at exit. Exit status 0 when every step behaved as described.
 set -euo pipefail
 
@@ -513,6 +514,37 @@ narrate "Now the point lookups waited for web, behind the reports:"
 run admin "SELECT workload, acquired, round(wait_time_max_ms) AS longest_wait_ms, wait_time_max_ms < 50 AS under_50ms FROM bulkhead_stats WHERE workload IN ('web', 'heavy') ORDER BY 1;"
 expect 'web +\| +[0-9]+ \| +[0-9]+ \| f$' "point lookups waited behind the reports in web"
 for who in A B C D; do run "$who" "RESET ROLE;"; done
+
+MEMREPORT="SELECT s.*, pg_sleep(1) IS NULL AS slept FROM (SELECT customer, sum(length(note)) AS total FROM orders GROUP BY customer ORDER BY 2 DESC LIMIT 1) s"
+narrate "14. Memory grants (1.4). A statement's sorts and hash tables may each use" \
+        "    work_mem; N statements x their nodes x work_mem has no bound, and past" \
+        "    the machine's memory the kernel kills a backend and every session is" \
+        "    lost. 'bi' may be granted 24MB at once. Its report (a hash" \
+        "    aggregate, 8MB x hash_mem_multiplier 2, and a sort, 8MB; no parallel" \
+        "    workers here) asks for 24MB."
+run admin "INSERT INTO bulkhead_workload (name, max_running, max_queued, queue_timeout, max_memory, memory_timeout) VALUES ('bi', 8, 8, '30s', '24MB', '30s');"
+expect_no_error "the workload is inserted"
+poll_until "SELECT max_memory = '24MB' FROM bulkhead_stats WHERE workload = 'bi'" \
+    "the worker loaded bi" 10 || true
+for who in A B C D; do
+    run "$who" "SET bulkhead.exempt_superuser = off; SET bulkhead.workload = 'bi'; SET work_mem = '8MB'; SET max_parallel_workers_per_gather = 0;"
+done
+run A "SELECT workload, memory_requested FROM bulkhead_classify('$MEMREPORT');"
+expect 'bi +\| +25165824' "the report asks for 24MB"
+narrate "A, B, C and D send it at once. One is granted its 24MB and runs; the" \
+        "others wait for the memory, in arrival order, holding their permits:"
+run admin "SELECT bulkhead_stats_reset();"
+for who in A B C D; do send "$who" "$MEMREPORT;"; done
+poll_until "SELECT count(*) FILTER (WHERE state = 'running' AND memory_granted = 25165824) = 1 AND count(*) FILTER (WHERE state = 'waiting for memory') = 3 FROM bulkhead_activity WHERE workload = 'bi'" \
+    "one report runs with 24MB, three wait for memory" 10 || true
+run admin "SELECT state, memory_requested, memory_granted FROM bulkhead_activity WHERE workload = 'bi' ORDER BY state;"
+expect 'waiting for memory' "bulkhead_activity shows the waiters"
+for who in A B C D; do collect "$who" 60 || abort_demo; done
+narrate "Each report ran in turn with its full 24MB: the workload's statements were" \
+        "never granted more than 24MB together."
+run admin "SELECT workload, max_memory, memory_granted, memory_waits, memory_shrunk, round(memory_wait_p99_ms) AS wait_p99_ms FROM bulkhead_stats WHERE workload = 'bi';"
+expect 'bi +\| 24MB +\| +0 \| +3 \| +0' "three reports waited, none ran shrunk, nothing is left granted"
+for who in A B C D; do run "$who" "RESET bulkhead.workload; RESET work_mem; RESET max_parallel_workers_per_gather; RESET bulkhead.exempt_superuser;"; done
 blank
 if [ "$CHECKS_FAILED" -eq 0 ]; then
     echo "Demo complete: every step behaved as described."
