@@ -197,7 +197,8 @@ bulkhead_caps_leave_slow(BulkheadCapsFrame frame)
  * subtransaction it was made in; popped before a top-level utility runs
  * (SET, SHOW, COMMIT, ...: they see and change the session's own values),
  * and when the caps in force change.  A set_config() by a statement that
- * raised a setting above its cap is lowered again at the next phase.
+ * raised a setting above its cap is lowered again at the next phase, in a
+ * new frame.
  * Nothing is above it at a top-level phase: any other level (a function's
  * SET clause, a nested statement's frame) is made and popped inside one.
  */
@@ -241,14 +242,20 @@ bulkhead_caps_statement_slow(const BulkheadCaps *caps)
 	lower = to_lower(caps, caps->mask);
 	if (lower == 0)
 		return;					/* (in its frame: nothing was raised) */
-	if (!statement_frame.open)
-	{
-		statement_frame.level = NewGUCNestLevel();
-		statement_frame.ends = xact_ends;
-		statement_frame.subid = GetCurrentSubTransactionId();
-		statement_frame.caps = *caps;
-		statement_frame.open = bulkhead_caps_framed = true;
-	}
+
+	/*
+	 * In its frame, a statement raised a setting (set_config()): that SET
+	 * is popped with the frame into the session's own values, as a SET in
+	 * a function with a SET clause outlives the function; a new frame lowers
+	 * it again.  (Lowering it in the old frame would turn the frame's saved
+	 * value into the SET's, and the cap would outlive the frame.)
+	 */
+	bulkhead_caps_statement_close();
+	statement_frame.level = NewGUCNestLevel();
+	statement_frame.ends = xact_ends;
+	statement_frame.subid = GetCurrentSubTransactionId();
+	statement_frame.caps = *caps;
+	statement_frame.open = bulkhead_caps_framed = true;
 	for (i = 0; i < BULKHEAD_NUM_CAPS; i++)
 		if (lower & (1 << i))
 			set_cap(i, caps->value[i], GUC_ACTION_SAVE);
