@@ -22,6 +22,7 @@
 #include "grants.h"
 #include "slot.h"
 
+#include "access/htup_details.h"
 #include "catalog/pg_authid.h"
 #include "funcapi.h"
 #include "miscadmin.h"
