@@ -106,8 +106,9 @@
  *   bulkhead_memory shows the new value (the postmaster has signalled every
  *   backend by then).  Phase 1: once every operation begun before it has
  *   ended, no backend can grant or serve with the old value (a command read
- *   after the signal runs with the new one; a client sends commands only
- *   within operations).  But a waiter served before that by a backend with
+ *   after the signal runs with the new one; outside operations a client
+ *   sends only its connection's set-up, which neither takes nor returns a
+ *   grant).  But a waiter served before that by a backend with
  *   the old value may belong to a later operation: phase 2 bumps the epoch
  *   again and waits for the operations begun before then to end too.  The
  *   worker serves the waiters on a reload as well; it re-reads the setting
