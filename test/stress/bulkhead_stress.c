@@ -12,11 +12,12 @@
  *	                  [-A w1,...] [-s seed] [-m monitor_ms] [-C cancel_ms]
  *	                  [-K terminate_ms] [-L limit_ms] [-P pause_pct]
  *	                  [-X lock_pct] [-v]
- *	  bulkhead_stress -D nocycle|cycle|guards|budgets|holds|tenants|lanes [-c clients]
+ *	  bulkhead_stress -D nocycle|cycle|guards|budgets|holds|tenants|lanes|memory [-c clients]
  *	                  [-t seconds] [-d conninfo] [-s seed]
  *
  * The -D modes are described in deadlock_modes.c, guard_modes.c,
- * budget_modes.c, hold_modes.c, tenant_modes.c and lane_modes.c.
+ * budget_modes.c, hold_modes.c, tenant_modes.c, lane_modes.c and
+ * memory_modes.c.
  *
  * The workloads must exist (enforce mode) in the database of the conninfo,
  * which must be bulkhead.database; some may be adaptive.  The tool resets
@@ -2258,8 +2259,8 @@ usage(void)
 			"                       [-A w1,...] [-s seed] [-m monitor_ms] [-C cancel_ms]\n"
 			"                       [-K terminate_ms] [-L limit_ms] [-P pause_pct] [-X lock_pct]\n"
 			"                       [-T think_ms] [-B backoff_ms] [-v]\n"
-			"       bulkhead_stress -D nocycle|cycle|guards|budgets|holds|tenants|lanes [-c clients]\n"
-			"                       [-t seconds] [-d conninfo] [-s seed]\n"
+			"       bulkhead_stress -D nocycle|cycle|guards|budgets|holds|tenants|lanes|memory\n"
+			"                       [-c clients] [-t seconds] [-d conninfo] [-s seed]\n"
 			"  -c  clients (default 64)            -t  seconds (default 60)\n"
 			"  -d  libpq conninfo (default: PG* environment)\n"
 			"  -w  workloads, comma-separated (default stress_a,stress_b,stress_c)\n"
@@ -2287,7 +2288,9 @@ usage(void)
 			"      (tenant_modes.c): callers of 10,000 keys under per-key caps, the keys\n"
 			"      in use checked against the workloads' counts; or lanes (lane_modes.c):\n"
 			"      statement rules moving a plain role's permits between lanes that cap\n"
-			"      settings, each statement's lane and settings checked\n");
+			"      settings, each statement's lane and settings checked; or memory\n"
+			"      (memory_modes.c): statements granted memory under max_memory and\n"
+			"      bulkhead.max_memory changed under load, the grants' bounds checked\n");
 	exit(2);
 }
 
@@ -2384,6 +2387,8 @@ main(int argc, char **argv)
 		return tenant_stress_main(opt_clients, opt_seconds, opt_conninfo, opt_seed);
 	if (opt_deadlock_mode != NULL && strcmp(opt_deadlock_mode, "lanes") == 0)
 		return lane_stress_main(opt_clients, opt_seconds, opt_conninfo, opt_seed);
+	if (opt_deadlock_mode != NULL && strcmp(opt_deadlock_mode, "memory") == 0)
+		return memory_stress_main(opt_clients, opt_seconds, opt_conninfo, opt_seed);
 	if (opt_deadlock_mode != NULL && strcmp(opt_deadlock_mode, "guards") == 0)
 		return guard_stress_main(opt_clients, opt_seconds, opt_conninfo);
 	if (opt_deadlock_mode != NULL)

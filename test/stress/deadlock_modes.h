@@ -36,4 +36,8 @@ extern int	tenant_stress_main(int clients, int seconds, const char *conninfo,
 extern int	lane_stress_main(int clients, int seconds, const char *conninfo,
 							 uint64_t seed);
 
+/* Run the memory mode (memory_modes.c); seed 0 takes one from the clock */
+extern int	memory_stress_main(int clients, int seconds, const char *conninfo,
+							   uint64_t seed);
+
 #endif							/* DEADLOCK_MODES_H */

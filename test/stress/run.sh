@@ -54,6 +54,19 @@
 # the caps, bulkhead_activity and bulkhead_stats, and at the end that no
 # key is left and the table holds bulkhead.max_keys keys again.
 #
+# Then the memory mode (test/stress/memory_modes.c), short: MEMORY_CLIENTS
+# clients (default 64) for MEMORY_SECONDS seconds (default 20) run sorts,
+# hash aggregates, cursors held open, functions whose queries need memory
+# inside an outer statement's grant, CREATE INDEX on temporary tables and
+# statements failing inside their sort, in workloads with a max_memory (a
+# budget tree, one in shadow mode) and outside any under bulkhead.max_memory,
+# with savepoints, cancels and terminations, while a changer changes
+# max_memory, memory_timeout and bulkhead.max_memory every 100-400 ms and a
+# monitor checks the memory granted at every level against the limits in
+# force, plus the floors of the statements that may run shrunk, by an epoch
+# rule after a lowering (see memory_modes.c); at the end nothing is granted
+# or waiting anywhere.  bulkhead.max_memory is reset at its end.
+#
 # Then the lanes mode (test/stress/lane_modes.c), short: LANE_CLIENTS
 # clients (default 64) for LANE_SECONDS seconds (default 20), connected as
 # a plain role that a session rule sends to a web lane, run transactions
@@ -70,7 +83,7 @@
 # Longer runs: bash test/stress/run.sh 128 600
 # Extra options for the tool (seed, rates; see bulkhead_stress -h):
 #   STRESS_OPTS="-s 42 -C 5" bash test/stress/run.sh
-# Only some of the runs (main, nocycle, cycle, guards, budgets, holds, tenants, lanes), e.g. a long nocycle run:
+# Only some of the runs (main, nocycle, cycle, guards, budgets, holds, tenants, memory, lanes), e.g. a long nocycle run:
 #   STRESS_MODES=nocycle DEADLOCK_CLIENTS=64 DEADLOCK_SECONDS=600 bash test/stress/run.sh
 # or a long guards run:
 #   STRESS_MODES=guards GUARD_CLIENTS=64 GUARD_SECONDS=600 bash test/stress/run.sh
@@ -80,6 +93,8 @@
 #   STRESS_MODES=holds HOLD_SECONDS=600 bash test/stress/run.sh
 # or a long tenants run (10 minutes, 64 clients):
 #   STRESS_MODES=tenants TENANT_SECONDS=600 bash test/stress/run.sh
+# or a long memory run (10 minutes, 64 clients):
+#   STRESS_MODES=memory MEMORY_SECONDS=600 bash test/stress/run.sh
 # or a long lanes run (10 minutes, 64 clients):
 #   STRESS_MODES=lanes LANE_SECONDS=600 bash test/stress/run.sh
 # The server runs on both CPUs (races need them); STRESS_PIN=1 pins it to
@@ -104,7 +119,7 @@ if [ "$CLIENTS" -lt 1 ] || [ "$SECONDS_" -lt 1 ]; then
     bh_die "CLIENTS and SECONDS must be at least 1"
 fi
 
-MODES=${STRESS_MODES:-main nocycle cycle guards budgets holds tenants lanes}
+MODES=${STRESS_MODES:-main nocycle cycle guards budgets holds tenants memory lanes}
 DL_CLIENTS=${DEADLOCK_CLIENTS:-32}
 DL_SECONDS=${DEADLOCK_SECONDS:-20}
 case $DL_CLIENTS$DL_SECONDS in *[!0-9]*|'') bh_die "DEADLOCK_CLIENTS and DEADLOCK_SECONDS must be numbers" ;; esac
@@ -120,6 +135,9 @@ case $HD_CLIENTS$HD_SECONDS in *[!0-9]*|'') bh_die "HOLD_CLIENTS and HOLD_SECOND
 TN_CLIENTS=${TENANT_CLIENTS:-64}
 TN_SECONDS=${TENANT_SECONDS:-20}
 case $TN_CLIENTS$TN_SECONDS in *[!0-9]*|'') bh_die "TENANT_CLIENTS and TENANT_SECONDS must be numbers" ;; esac
+MM_CLIENTS=${MEMORY_CLIENTS:-64}
+MM_SECONDS=${MEMORY_SECONDS:-20}
+case $MM_CLIENTS$MM_SECONDS in *[!0-9]*|'') bh_die "MEMORY_CLIENTS and MEMORY_SECONDS must be numbers" ;; esac
 LN_CLIENTS=${LANE_CLIENTS:-64}
 LN_SECONDS=${LANE_SECONDS:-20}
 case $LN_CLIENTS$LN_SECONDS in *[!0-9]*|'') bh_die "LANE_CLIENTS and LANE_SECONDS must be numbers" ;; esac
@@ -129,6 +147,7 @@ CONNS=$CLIENTS
 [ "$BG_CLIENTS" -le "$CONNS" ] || CONNS=$BG_CLIENTS
 [ "$HD_CLIENTS" -le "$CONNS" ] || CONNS=$HD_CLIENTS
 [ "$TN_CLIENTS" -le "$CONNS" ] || CONNS=$TN_CLIENTS
+[ "$MM_CLIENTS" -le "$CONNS" ] || CONNS=$MM_CLIENTS
 [ "$LN_CLIENTS" -le "$CONNS" ] || CONNS=$LN_CLIENTS
 CONNS=$((CONNS * 3 / 2 + 20))    # cycle mode: a watcher per pair of clients
 
@@ -225,6 +244,13 @@ for mode in $MODES; do
                 "$WORK/src/test/stress/bulkhead_stress" -D tenants -c "$TN_CLIENTS" \
                 -t "$TN_SECONDS" -d "$CONNINFO" ${TENANT_OPTS:-} || status=$?
             ;;
+        memory)
+            bh_say "running bulkhead_stress -D memory: $MM_CLIENTS clients, $MM_SECONDS s"
+            # shellcheck disable=SC2086  # MEMORY_OPTS holds options (-s seed)
+            timeout --signal=INT --kill-after=30 $((MM_SECONDS + 120)) \
+                "$WORK/src/test/stress/bulkhead_stress" -D memory -c "$MM_CLIENTS" \
+                -t "$MM_SECONDS" -d "$CONNINFO" ${MEMORY_OPTS:-} || status=$?
+            ;;
         lanes)
             bh_say "running bulkhead_stress -D lanes: $LN_CLIENTS clients, $LN_SECONDS s"
             # shellcheck disable=SC2086  # LANE_OPTS holds options (-s seed)
@@ -232,7 +258,7 @@ for mode in $MODES; do
                 "$WORK/src/test/stress/bulkhead_stress" -D lanes -c "$LN_CLIENTS" \
                 -t "$LN_SECONDS" -d "$CONNINFO" ${LANE_OPTS:-} || status=$?
             ;;
-        *) bh_die "unknown stress mode $mode (main, nocycle, cycle, guards, budgets, holds, tenants, lanes)" ;;
+        *) bh_die "unknown stress mode $mode (main, nocycle, cycle, guards, budgets, holds, tenants, memory, lanes)" ;;
     esac
 done
 
