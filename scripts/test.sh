@@ -648,7 +648,7 @@ for item in "${PLAN[@]}"; do
         # (deadlocks, guards, budgets, runaway holders, tenants) 6 s (a smoke
         # run; long runs: test/stress/README.md)
         stress) DEADLOCK_SECONDS=6 GUARD_SECONDS=6 BUDGET_SECONDS=6 HOLD_SECONDS=6 \
-                    TENANT_SECONDS=6 LANE_SECONDS=6 \
+                    TENANT_SECONDS=6 MEMORY_SECONDS=6 LANE_SECONDS=6 \
                     run_script_phase stress "$major" test/stress/run.sh 48 10 ;;
         alerts) run_script_phase alerts "$major" monitoring/prometheus/tests/run.sh ;;
         *) run_script_phase "$suite" "$major" ;;
