@@ -17,6 +17,10 @@
 #     same transaction computes its request at the shrunk work_mem still
 #     in force, then runs at the session's work_mem: it runs past its
 #     grant and past max_memory, and is not counted as shrunk.
+#  5. classify_reports_callers_shrunk_work_mem: bulkhead_classify(query)
+#     reads the live work_mem, which its calling statement's own shrink (or
+#     the frame of the current lane's caps) lowered: it answers for work_mem
+#     = 64kB instead of the work_mem the query would run with.
 use strict;
 use warnings;
 use FindBin;
@@ -194,6 +198,27 @@ COMMIT;
 			"SELECT memory_shrunk - $shrunk_before FROM bulkhead_stats WHERE workload = 'rv_one'"),
 		'8',
 		'generic_plan_after_shrunk_statement: all eight statements counted as shrunk');
+}
+
+# --- 5. bulkhead_classify(query) from a statement that was itself shrunk ------
+{
+	# rv_cl: 2MB; a cursor holds it all; the statement that calls
+	# bulkhead_classify (a function scan: work_mem) may not wait (its
+	# backend holds a grant) and runs shrunk to 64kB: the answer follows
+	$node->safe_psql('postgres', q{
+		INSERT INTO bulkhead_workload (name, max_running, max_queued, queue_timeout,
+		                               max_memory, memory_timeout)
+		VALUES ('rv_cl', 8, 8, '60s', '2MB', '60s');});
+	wait_loaded($node, 'rv_cl', 8);
+	my $s = session($node);
+	sql($s, "SET bulkhead.exempt_superuser = off; SET bulkhead.workload = 'rv_cl'");
+	my $classify = "SELECT memory_requested FROM bulkhead_classify('$sorted')";
+	is(sql($s, $classify), '2097152', 'classify_reports_callers_shrunk_work_mem: 2 MB at rest');
+	sql($s, "BEGIN; DECLARE c CURSOR FOR $sorted;");
+	is(sql($s, $classify), '2097152',
+		'classify_reports_callers_shrunk_work_mem: still 2 MB while the caller\'s own statement runs shrunk');
+	sql($s, 'COMMIT');
+	close_session($s);
 }
 
 done_testing();
