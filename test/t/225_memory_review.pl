@@ -21,6 +21,11 @@
 #     reads the live work_mem, which its calling statement's own shrink (or
 #     the frame of the current lane's caps) lowered: it answers for work_mem
 #     = 64kB instead of the work_mem the query would run with.
+#  6. alter_table_index_build_not_charged: ALTER TABLE ADD PRIMARY KEY /
+#     UNIQUE builds its index with maintenance_work_mem (DefineIndex, not
+#     through ProcessUtility): no grant, while CREATE TABLE (id int PRIMARY
+#     KEY) on an empty table (an IndexStmt subcommand) is charged
+#     maintenance_work_mem.  A table owner builds any index unbounded.
 use strict;
 use warnings;
 use FindBin;
@@ -218,6 +223,31 @@ COMMIT;
 	is(sql($s, $classify), '2097152',
 		'classify_reports_callers_shrunk_work_mem: still 2 MB while the caller\'s own statement runs shrunk');
 	sql($s, 'COMMIT');
+	close_session($s);
+}
+
+# --- 6. an index built by ALTER TABLE --------------------------------------
+{
+	# rv_ddl: 8MB; maintenance_work_mem 64MB: an index build is cut to 8MB
+	$node->safe_psql('postgres', q{
+		INSERT INTO bulkhead_workload (name, max_running, max_queued, queue_timeout,
+		                               max_memory, memory_timeout)
+		VALUES ('rv_ddl', 8, 8, '60s', '8MB', '60s');
+		CREATE TABLE rv_big AS SELECT g AS id, md5(g::text) AS t FROM generate_series(1, 100000) g;});
+	wait_loaded($node, 'rv_ddl', 8);
+	my $shrunk = sub {
+		return $node->safe_psql('postgres',
+			"SELECT memory_shrunk FROM bulkhead_stats WHERE workload = 'rv_ddl'");
+	};
+	my $s = session($node);
+	sql($s, "SET bulkhead.exempt_superuser = off; SET bulkhead.workload = 'rv_ddl'; SET maintenance_work_mem = '64MB';");
+	my $before = $shrunk->();
+	sql($s, 'CREATE UNIQUE INDEX rv_big_t ON rv_big (t)');
+	is($shrunk->() - $before, 1, 'alter_table_index_build_not_charged: CREATE INDEX is cut to 8MB');
+	$before = $shrunk->();
+	sql($s, 'ALTER TABLE rv_big ADD PRIMARY KEY (id)');
+	is($shrunk->() - $before, 1,
+		'alter_table_index_build_not_charged: the same build by ALTER TABLE ADD PRIMARY KEY is cut too');
 	close_session($s);
 }
 
