@@ -82,16 +82,41 @@ CREATE VIEW @extschema@.bulkhead_memory AS
 GRANT SELECT ON @extschema@.bulkhead_memory TO PUBLIC;
 
 -- bulkhead_classify(query) gains memory_requested: a new result type, so
--- the function is made again, with the grants an operator made on the 1.3
--- one (see 1.1 -> 1.2 for why the copies leave pg_init_privs).
+-- the function is made again, with the privileges an operator granted on
+-- the 1.3 one: each grant made again by its grantor (the owner's by the
+-- owner, a grantee's with grant option by that grantee, after the grant it
+-- holds), with its grant option; see 1.1 -> 1.2 for why the copies leave
+-- pg_init_privs.  An object of the operator's own that depends on it (a
+-- view) cannot be kept over the drop: the update stops first, with 2BP01
+-- and what to do, and changes nothing.
 DO $$
 DECLARE
+    fn constant text := '@extschema@.bulkhead_classify(text)';
+    old_oid pg_catalog.oid := pg_catalog.to_regprocedure(fn);
+    me constant text := pg_catalog.quote_ident(current_user);
+    owner_old pg_catalog.oid;
     acl aclitem[];
+    dependents text;
     g record;
+    done text[] := '{}';
+    progress boolean;
+    key text;
+    stmt text;
 BEGIN
-    SELECT p.proacl INTO acl FROM pg_catalog.pg_proc p
-     WHERE p.oid OPERATOR(pg_catalog.=)
-           pg_catalog.to_regprocedure('@extschema@.bulkhead_classify(text)');
+    SELECT pg_catalog.string_agg(pg_catalog.pg_describe_object(d.classid, d.objid, d.objsubid), ', ')
+      INTO dependents
+      FROM pg_catalog.pg_depend d
+     WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+       AND d.refobjid OPERATOR(pg_catalog.=) old_oid
+       AND d.deptype OPERATOR(pg_catalog.=) 'n';
+    IF dependents IS NOT NULL THEN
+        RAISE EXCEPTION 'cannot update extension bulkhead to 1.4: objects depend on function bulkhead_classify(text)'
+            USING ERRCODE = 'dependent_objects_still_exist',
+                  DETAIL = 'The update makes the function again (its result gains memory_requested); these depend on it: ' || dependents || '.',
+                  HINT = 'Drop them, run ALTER EXTENSION bulkhead UPDATE, then create them again.';
+    END IF;
+    SELECT p.proacl, p.proowner INTO acl, owner_old FROM pg_catalog.pg_proc p
+     WHERE p.oid OPERATOR(pg_catalog.=) old_oid;
     DROP FUNCTION @extschema@.bulkhead_classify(text);
     CREATE FUNCTION @extschema@.bulkhead_classify(
         query text,
@@ -102,23 +127,51 @@ BEGIN
     RETURNS record
     AS 'MODULE_PATHNAME', 'bulkhead_classify_query'
     LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
-    IF acl IS NOT NULL THEN
-        REVOKE ALL ON FUNCTION @extschema@.bulkhead_classify(text) FROM PUBLIC;
-        FOR g IN SELECT a.grantee FROM pg_catalog.aclexplode(acl) a
-                  WHERE a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
-        LOOP
-            IF g.grantee OPERATOR(pg_catalog.=) 0 THEN
-                GRANT EXECUTE ON FUNCTION @extschema@.bulkhead_classify(text) TO PUBLIC;
-            ELSE
-                EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.bulkhead_classify(text) TO %s',
-                                          g.grantee::pg_catalog.regrole::pg_catalog.text);
-            END IF;
-        END LOOP;
-        DELETE FROM pg_catalog.pg_init_privs
-         WHERE objoid OPERATOR(pg_catalog.=)
-               pg_catalog.to_regprocedure('@extschema@.bulkhead_classify(text)')::pg_catalog.oid
-           AND classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
-           AND objsubid OPERATOR(pg_catalog.=) 0;
+    IF acl IS NULL THEN
+        RETURN;
     END IF;
+    REVOKE ALL ON FUNCTION @extschema@.bulkhead_classify(text) FROM PUBLIC;
+    -- in rounds: a grantee's grant once its grantor holds the grant option
+    LOOP
+        progress := false;
+        FOR g IN SELECT a.grantor, a.grantee, a.is_grantable
+                   FROM pg_catalog.aclexplode(acl) a
+                  WHERE a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+                    AND NOT (a.grantee OPERATOR(pg_catalog.=) owner_old
+                             AND a.grantor OPERATOR(pg_catalog.=) owner_old)
+        LOOP
+            key := g.grantor::text || '/' || g.grantee::text;
+            CONTINUE WHEN key OPERATOR(pg_catalog.=) ANY (done);
+            CONTINUE WHEN g.grantor OPERATOR(pg_catalog.<>) owner_old AND
+                NOT pg_catalog.has_function_privilege(g.grantor, fn, 'EXECUTE WITH GRANT OPTION');
+            stmt := pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s', fn,
+                CASE WHEN g.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                     ELSE g.grantee::pg_catalog.regrole::pg_catalog.text END,
+                CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+            IF g.grantor OPERATOR(pg_catalog.=) owner_old THEN
+                EXECUTE stmt;
+            ELSE
+                BEGIN
+                    -- (regrole's text is quoted already)
+                    EXECUTE 'SET LOCAL ROLE ' || g.grantor::pg_catalog.regrole::pg_catalog.text;
+                    EXECUTE stmt;
+                    EXECUTE 'SET LOCAL ROLE ' || me;
+                EXCEPTION WHEN insufficient_privilege THEN
+                    -- (the grantor may not see the schema now): the owner's
+                    EXECUTE stmt;
+                    RAISE WARNING 'the privilege on bulkhead_classify(text) that % granted to % is granted by the owner now',
+                        g.grantor::pg_catalog.regrole, CASE WHEN g.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                        ELSE g.grantee::pg_catalog.regrole::pg_catalog.text END;
+                END;
+            END IF;
+            done := done || key;
+            progress := true;
+        END LOOP;
+        EXIT WHEN NOT progress;
+    END LOOP;
+    DELETE FROM pg_catalog.pg_init_privs
+     WHERE objoid OPERATOR(pg_catalog.=) pg_catalog.to_regprocedure(fn)::pg_catalog.oid
+       AND classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+       AND objsubid OPERATOR(pg_catalog.=) 0;
 END
 $$;
