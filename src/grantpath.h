@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * grantpath.h
- *	  Memory grants (1.4): one grant a statement holds, and the levels it
- *	  was counted at (grants.c adds and subtracts it there).
+ *	  Memory grants (1.4): one grant a statement holds, and the workload it
+ *	  is counted in (grants.c adds and subtracts it there, and at the
+ *	  budgets above that workload as they are when it does).
  *
  *-------------------------------------------------------------------------
  */
@@ -18,9 +19,10 @@
 typedef struct BulkheadGrant
 {
 	int64		bytes;
-	int			npath;			/* levels counted (0: the server only) */
-	int16		path[BULKHEAD_MEM_PATH];
-	uint32		gens[BULKHEAD_MEM_PATH];
+	int16		slot;			/* its workload, -1: the server only */
+	uint32		generation;		/* the workload's, when it was made: once
+								 * the slot serves another, it counts at the
+								 * server only */
 } BulkheadGrant;
 
 #endif							/* BULKHEAD_GRANTPATH_H */

@@ -18,7 +18,10 @@
  *
  * After its timeout a waiter takes what is free then, shrunk to it, never
  * an error; so does a statement that may not wait (a nested one, while its
- * backend holds a grant: memory waits then never wait on each other).  A
+ * backend holds a grant: memory waits then never wait on each other), and
+ * a statement outside any workload, which never waits (no administrator
+ * gave it a timeout or a place in a queue) and while others wait takes only
+ * its floor, so that it never holds up the workloads' statements.  A
  * workload in shadow mode is granted what it asks at once, counted at
  * every level (it is memory in use), and counted as a wait where it would
  * have waited; a budget in shadow mode bounds nothing.
@@ -29,11 +32,13 @@
  * it.  The workloads' cumulative figures are counted through slot.c after
  * the lock is released.  Nothing here throws while the lock is held.
  *
- * grantstate.c holds the other half: the shared memory, the worker's
- * definitions, what the views read.  Called by memory.c (the statements),
- * loader.c and worker.c (serving the waiters after a load or a reload of
- * bulkhead.max_memory) and grantstate.c; calls slot.c (statistics) and
- * memreq.c (shrinking).
+ * A grant's levels are its workload's and the budgets above it as they are
+ * when it is counted (grantlevel.c: the levels' arithmetic); grantstate.c
+ * holds the rest: the shared memory, the worker's definitions, what the
+ * views read.  Called by memory.c (the statements), loader.c and worker.c
+ * (serving the waiters after a load or a reload of bulkhead.max_memory)
+ * and grantstate.c; calls grantlevel.c, slot.c (statistics) and memreq.c
+ * (shrinking).
  *
  *-------------------------------------------------------------------------
  */
@@ -52,11 +57,6 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
-int			bulkhead_max_memory_kb = -1;
-int			bulkhead_memory_timeout_ms = 5000;
-
-BulkheadGrants *bulkhead_grants_shared = NULL;
-
 /* This backend waits (for the cleanup after an error) */
 static bool my_wait = false;
 
@@ -72,114 +72,6 @@ typedef struct Wakeups
 	int			n;
 	int			procnos[WAKE_BATCH];
 } Wakeups;
-
-/*---- Levels and paths (caller holds the lock) ----*/
-
-
-/*
- * Does level (of limit max) bound a grant?  One in shadow mode does not,
- * but when shadow_too: what it would do, enforced.
- */
-static inline bool
-bounds(const MemLevel *level, int64 max, bool shadow_too)
-{
-	return max >= 0 && (shadow_too || !level->shadow);
-}
-
-static inline bool
-counts_in(const BulkheadGrant *g, int i)
-{
-	return bulkhead_grants_shared->levels[g->path[i]].generation == g->gens[i];
-}
-
-/* The path of a statement of workload slotno: itself, its budgets */
-static void
-make_path(int slotno, BulkheadGrant *g)
-{
-	g->bytes = 0;
-	g->npath = 0;
-	while (slotno >= 0 && g->npath < BULKHEAD_MEM_PATH)
-	{
-		g->path[g->npath] = (int16) slotno;
-		g->gens[g->npath] = bulkhead_grants_shared->levels[slotno].generation;
-		g->npath++;
-		slotno = bulkhead_grants_shared->levels[slotno].parent;
-	}
-}
-
-/*
- * Would bytes fit at every level of g's path (an empty level takes any)?
- * shadow_too: at levels in shadow mode as well.
- */
-static bool
-fits(const BulkheadGrant *g, int64 bytes, bool shadow_too)
-{
-	int64		smax = bulkhead_grants_server_max();
-	int			i;
-
-	if (smax >= 0 && bulkhead_grants_shared->server.granted > 0 &&
-		bulkhead_grants_shared->server.granted + bytes > smax)
-		return false;
-	for (i = 0; i < g->npath; i++)
-	{
-		MemLevel   *level = &bulkhead_grants_shared->levels[g->path[i]];
-
-		if (counts_in(g, i) && bounds(level, level->max_memory, shadow_too) &&
-			level->granted > 0 && level->granted + bytes > level->max_memory)
-			return false;
-	}
-	return true;
-}
-
-/* The most that is free at every level; the largest limit, for cut */
-static int64
-free_along(const BulkheadGrant *g, bool cut)
-{
-	int64		smax = bulkhead_grants_server_max();
-	int64		avail = PG_INT64_MAX;
-	int			i;
-
-	if (smax >= 0)
-		avail = cut ? smax : Max(smax - bulkhead_grants_shared->server.granted, 0);
-	for (i = 0; i < g->npath; i++)
-	{
-		MemLevel   *level = &bulkhead_grants_shared->levels[g->path[i]];
-
-		if (counts_in(g, i) && bounds(level, level->max_memory, false))
-			avail = Min(avail, cut ? level->max_memory :
-						Max(level->max_memory - level->granted, 0));
-	}
-	return avail;
-}
-
-static inline void
-add_to(MemLevel *level, int64 bytes)
-{
-	level->granted = Max(level->granted + bytes, 0);
-	level->peak = Max(level->peak, level->granted);
-}
-
-static void
-add_along(const BulkheadGrant *g, int64 bytes)
-{
-	int			i;
-
-	add_to(&bulkhead_grants_shared->server, bytes);
-	for (i = 0; i < g->npath; i++)
-		if (counts_in(g, i))
-			add_to(&bulkhead_grants_shared->levels[g->path[i]], bytes);
-}
-
-static void
-count_waiting(const BulkheadGrant *g, int delta)
-{
-	int			i;
-
-	bulkhead_grants_shared->server.waiting += delta;
-	for (i = 0; i < g->npath; i++)
-		if (counts_in(g, i))
-			bulkhead_grants_shared->levels[g->path[i]].waiting += delta;
-}
 
 /*---- The waiters' queue, and its order (caller holds the lock) ----*/
 
@@ -229,12 +121,14 @@ marks_begin(void)
 static bool
 blocked(const BulkheadGrant *g)
 {
+	int16		path[BULKHEAD_MEM_PATH];
+	int			n = bulkhead_grants_path_of(g, path);
 	int			i;
 
 	if (marks[SERVER_MARK(bulkhead_grants_shared)] == stamp)
 		return true;
-	for (i = 0; i < g->npath; i++)
-		if (marks[g->path[i]] == stamp)
+	for (i = 0; i < n; i++)
+		if (marks[path[i]] == stamp)
 			return true;
 	return false;
 }
@@ -243,21 +137,19 @@ blocked(const BulkheadGrant *g)
 static void
 mark_unserved(const BulkheadGrant *g, int64 bytes)
 {
-	int64		smax = bulkhead_grants_server_max();
+	int16		path[BULKHEAD_MEM_PATH];
+	int			n = bulkhead_grants_path_of(g, path);
 	int			i;
 
-	if (g->npath == 0 ||
-		(smax >= 0 && bulkhead_grants_shared->server.granted > 0 &&
-		 bulkhead_grants_shared->server.granted + bytes > smax))
+	if (n == 0 || short_of(&bulkhead_grants_shared->server,
+						   bulkhead_grants_server_max(), bytes, false))
 		marks[SERVER_MARK(bulkhead_grants_shared)] = stamp;
-	for (i = 0; i < g->npath; i++)
+	for (i = 0; i < n; i++)
 	{
-		MemLevel   *level = &bulkhead_grants_shared->levels[g->path[i]];
+		MemLevel   *level = &bulkhead_grants_shared->levels[path[i]];
 
-		if (i == 0 ||
-			(counts_in(g, i) && bounds(level, level->max_memory, false) &&
-			 level->granted > 0 && level->granted + bytes > level->max_memory))
-			marks[g->path[i]] = stamp;
+		if (i == 0 || short_of(level, level->max_memory, bytes, false))
+			marks[path[i]] = stamp;
 	}
 }
 
@@ -276,10 +168,10 @@ queue_blocks(const BulkheadGrant *g, int64 bytes, bool shadow_too)
 	{
 		MemBackend *b = &bulkhead_grants_shared->backends[p];
 
-		if (blocked(&b->wait) || !fits(&b->wait, b->want, false))
+		if (blocked(&b->wait) || !bulkhead_grants_fits(&b->wait, b->want, false))
 			mark_unserved(&b->wait, b->want);
 	}
-	return blocked(g) || !fits(g, bytes, shadow_too);
+	return blocked(g) || !bulkhead_grants_fits(g, bytes, shadow_too);
 }
 
 static void
@@ -313,11 +205,11 @@ serve(Wakeups *w)
 		MemBackend *b = &bulkhead_grants_shared->backends[p];
 		int			next = b->next;
 
-		if (!blocked(&b->wait) && fits(&b->wait, b->want, false))
+		if (!blocked(&b->wait) && bulkhead_grants_fits(&b->wait, b->want, false))
 		{
 			queue_remove(p);
-			count_waiting(&b->wait, -1);
-			add_along(&b->wait, b->want);
+			bulkhead_grants_count_waiting(&b->wait, -1);
+			bulkhead_grants_add_along(&b->wait, b->want);
 			b->wait.bytes = b->want;
 			b->held += b->want;
 			pg_write_barrier();
@@ -347,14 +239,15 @@ memory_wait_event(void)
 }
 
 /*
- * Grant g what is free along its path, shrinking req to it (a request that
- * fits is granted whole).  Returns the bytes granted.
+ * Grant g what is free along its path (yield: nothing, the floor only),
+ * shrinking req to it (a request that fits is granted whole).  Returns the
+ * bytes granted.
  */
 static int64
 take_free(BulkheadGrant *g, const BulkheadMemRequest *req, int64 want,
-		  BulkheadGrantOutcome *outcome)
+		  bool yield, BulkheadGrantOutcome *outcome)
 {
-	int64		avail = free_along(g, false);
+	int64		avail = yield ? 0 : bulkhead_grants_free_along(g, false);
 
 	if (want > avail)
 	{
@@ -362,7 +255,7 @@ take_free(BulkheadGrant *g, const BulkheadMemRequest *req, int64 want,
 		want = (int64) bulkhead_memreq_bytes_at(req, outcome->setting_kb);
 		outcome->shrunk = true;
 	}
-	add_along(g, want);
+	bulkhead_grants_add_along(g, want);
 	g->bytes = want;
 	return want;
 }
@@ -408,8 +301,8 @@ wait_for_grant(MemBackend *me, const BulkheadMemRequest *req, int64 timeout_us,
 			{
 				/* its time is up: what is free now, shrunk to it */
 				queue_remove(BULKHEAD_MY_PROCNO);
-				count_waiting(&me->wait, -1);
-				me->held += take_free(&me->wait, req, me->want, outcome);
+				bulkhead_grants_count_waiting(&me->wait, -1);
+				me->held += take_free(&me->wait, req, me->want, false, outcome);
 				serve(&w);		/* those it blocked may go */
 			}
 			*grant = me->wait;
@@ -433,34 +326,38 @@ wait_for_grant(MemBackend *me, const BulkheadMemRequest *req, int64 timeout_us,
  */
 void
 bulkhead_grants_acquire(int slotno, const BulkheadMemRequest *req,
-						bool may_wait, int64 timeout_us, BulkheadGrant *grant,
+						bool may_wait, BulkheadGrant *grant,
 						BulkheadGrantOutcome *outcome)
 {
 	MemBackend *me = &bulkhead_grants_shared->backends[BULKHEAD_MY_PROCNO];
 	int64		requested = bulkhead_memreq_bytes(req);
 	int64		want = requested;
+	int64		timeout_us = 0;
 	int64		cut;
-	bool		shadow;
+	bool		shadow = false;
 	bool		queue;
+	bool		waits = false;
 	char		name[NAMEDATALEN] = "";
-	Wakeups		w = {0};
 
 	memset(outcome, 0, sizeof(BulkheadGrantOutcome));
 	outcome->setting_kb = req->setting_kb;
 
 	LWLockAcquire(bulkhead_grants_shared->lock, LW_EXCLUSIVE);
-	make_path(slotno, grant);
+	bulkhead_grants_make_path(slotno, grant);
 	if (slotno >= 0)
-		strlcpy(name, bulkhead_grants_shared->levels[slotno].name, NAMEDATALEN);
-	shadow = slotno >= 0 && bulkhead_grants_shared->levels[slotno].shadow;
-	if (slotno >= 0)
-		timeout_us = bulkhead_grants_shared->levels[slotno].timeout_us;
+	{
+		MemLevel   *level = &bulkhead_grants_shared->levels[slotno];
+
+		strlcpy(name, level->name, NAMEDATALEN);
+		shadow = level->shadow;
+		timeout_us = level->timeout_us;
+	}
 	me->pid = MyProcPid;
 	me->slot = (int16) slotno;
 	me->requested += requested;
 
 	/* a request larger than a level's limit is cut to it */
-	cut = free_along(grant, true);
+	cut = bulkhead_grants_free_along(grant, true);
 	if (want > cut && !shadow)
 	{
 		outcome->setting_kb = bulkhead_memreq_fit(req, cut);
@@ -468,17 +365,26 @@ bulkhead_grants_acquire(int slotno, const BulkheadMemRequest *req,
 		outcome->shrunk = true;
 	}
 	queue = bulkhead_grants_shared->head >= 0 ? queue_blocks(grant, want, shadow) :
-		!fits(grant, want, shadow);
+		!bulkhead_grants_fits(grant, want, shadow);
 	if (shadow || !queue)
 	{
 		/* at once: it fits, or a shadow workload's (counted if it would wait) */
 		outcome->waited = shadow && queue;
-		add_along(grant, want);
+		bulkhead_grants_add_along(grant, want);
 		grant->bytes = want;
 		me->held += want;
 	}
-	else if (!may_wait || timeout_us <= 0)
-		me->held += take_free(grant, req, want, outcome);
+	else if (!may_wait || slotno < 0 || timeout_us <= 0)
+	{
+		/*
+		 * What is free, at once.  Outside any workload, nothing while others
+		 * wait (only the floor): such a statement never waits, and never
+		 * takes what a waiter waits for.
+		 */
+		me->held += take_free(grant, req, want,
+							  slotno < 0 && bulkhead_grants_shared->head >= 0,
+							  outcome);
+	}
 	else
 	{
 		me->want = want;
@@ -487,17 +393,21 @@ bulkhead_grants_acquire(int slotno, const BulkheadMemRequest *req,
 		me->queued_at = GetCurrentTimestamp();
 		me->state = MEM_WAITING;
 		queue_push(BULKHEAD_MY_PROCNO);
-		count_waiting(grant, 1);
+		bulkhead_grants_count_waiting(grant, 1);
 		bulkhead_grants_shared->waits++;
 		my_wait = true;
+		waits = true;
 		outcome->waited = true;
 	}
-	if (outcome->shrunk && me->state != MEM_WAITING)
+	if (outcome->shrunk && !waits)
 		bulkhead_grants_shared->shrunk++;
 	LWLockRelease(bulkhead_grants_shared->lock);
-	wake_all(&w);
 
-	if (me->state != MEM_WAITING)
+	/*
+	 * (waits, not me->state: a release may serve the wait as soon as the
+	 * lock is released, and then only the wait's own path takes it)
+	 */
+	if (!waits)
 	{
 		count_workload(slotno, name, outcome->waited, 0, false, outcome->shrunk);
 		return;
@@ -520,7 +430,7 @@ bulkhead_grants_release(BulkheadGrant *grant, int64 requested)
 	Wakeups		w = {0};
 
 	LWLockAcquire(bulkhead_grants_shared->lock, LW_EXCLUSIVE);
-	add_along(grant, -grant->bytes);
+	bulkhead_grants_add_along(grant, -grant->bytes);
 	me->held = Max(me->held - grant->bytes, 0);
 	me->requested = Max(me->requested - requested, 0);
 	grant->bytes = 0;
@@ -543,12 +453,12 @@ bulkhead_grants_wait_cleanup(void)
 	if (me->state == MEM_WAITING)
 	{
 		queue_remove(BULKHEAD_MY_PROCNO);
-		count_waiting(&me->wait, -1);
+		bulkhead_grants_count_waiting(&me->wait, -1);
 	}
 	else if (me->state == MEM_GRANTED)
 	{
 		/* granted as the error came: passed on */
-		add_along(&me->wait, -me->want);
+		bulkhead_grants_add_along(&me->wait, -me->want);
 		me->held = Max(me->held - me->want, 0);
 	}
 	me->requested = Max(me->requested - me->want_requested, 0);

@@ -7,8 +7,8 @@
  *
  * Shared state and its lock
  * -------------------------
- * BulkheadGrants (one per cluster, shmem "bulkhead grants") is grants.c's
- * alone; every field below is protected by its one LWLock (tranche
+ * BulkheadGrants (one per cluster, shmem "bulkhead grants") belongs to the
+ * grants modules alone (grants.c, grantlevel.c, grantstate.c); every field below is protected by its one LWLock (tranche
  * "bulkhead grants") but those marked otherwise:
  *
  * - levels[slot]: one per workload slot.  max_memory, parent, shadow and
@@ -17,7 +17,8 @@
  *   path under this lock alone; generation changes when the slot is given
  *   to another workload (a grant made before then no longer counts there).
  *   granted and waiting are the level's subtree's, changed by grants and
- *   releases.  limited (no lock: an aligned bool, a hint) says whether the
+ *   releases, and moved along with a workload the load puts under another
+ *   budget (a grant is counted and returned along its path as it is then).  limited (no lock: an aligned bool, a hint) says whether the
  *   level or one above it has a max_memory.
  * - server: bulkhead.max_memory's level, and its figures (the server's
  *   statistics, reset by bulkhead_stats_reset()).
@@ -46,7 +47,6 @@
 
 /*---- GUC variables (grants.c) ----*/
 extern int	bulkhead_max_memory_kb; /* bulkhead.max_memory; -1: off */
-extern int	bulkhead_memory_timeout_ms; /* bulkhead.memory_timeout */
 
 /* How a request was served */
 typedef struct BulkheadGrantOutcome
@@ -66,24 +66,30 @@ extern bool bulkhead_grants_limited(int slotno);
 /*
  * The grant of a statement of workload slotno (-1: none, the server's
  * limit only) requesting req: at once when it fits at every level and no
- * earlier waiter is short at one of them; else it waits, FIFO, up to
- * timeout_us (may_wait false, or in shadow mode: never), then is granted
- * what is free, shrunk to it.  timeout_us is the workload's memory_timeout
- * (or queue_timeout); for a statement outside any workload, the one given.
- * Never an error but the interrupts' (a
- * cancel, statement_timeout, a terminate while it waits: the abort or exit
- * then calls bulkhead_grants_wait_cleanup).
+ * earlier waiter is short at one of them; else it waits, FIFO, up to the
+ * workload's memory_timeout (may_wait false, or in shadow mode: never),
+ * then is granted what is free, shrunk to it.  A statement outside any
+ * workload never waits: it is granted what is free (the floor only, while
+ * others wait).  Never an error but the interrupts' (a cancel,
+ * statement_timeout, a terminate while it waits: the abort or exit then
+ * calls bulkhead_grants_wait_cleanup).
  */
 extern void bulkhead_grants_acquire(int slotno, const BulkheadMemRequest *req,
-									bool may_wait, int64 timeout_us,
-									BulkheadGrant *grant,
+									bool may_wait, BulkheadGrant *grant,
 									BulkheadGrantOutcome *outcome);
 /* Return a grant (its memory serves the waiters).  Never throws. */
 extern void bulkhead_grants_release(BulkheadGrant *grant, int64 requested);
 /* End a wait under way after an error or at exit.  Never throws. */
 extern void bulkhead_grants_wait_cleanup(void);
 
-/* The worker's load: the limits, the shadow modes and the trees */
+/*
+ * The worker's load: the limits, the shadow modes and the trees.  First
+ * each slot that now serves another workload is claimed for it (its old
+ * workload's grants leave its levels), then every slot defined (moving a
+ * workload to another budget carries its subtree's grants there) or
+ * undefined.
+ */
+extern void bulkhead_grants_claim(int slotno, const char *name);
 extern void bulkhead_grants_define(int slotno, const char *name,
 								   int64 max_memory, int64 timeout_us,
 								   bool shadow, int parent);

@@ -72,6 +72,7 @@ typedef struct BulkheadGrants
 } BulkheadGrants;
 
 extern BulkheadGrants *bulkhead_grants_shared;
+
 extern int	bulkhead_max_memory_kb;
 
 /* bulkhead.max_memory in bytes; -1: off */
@@ -80,5 +81,41 @@ bulkhead_grants_server_max(void)
 {
 	return bulkhead_max_memory_kb < 0 ? -1 : (int64) bulkhead_max_memory_kb * 1024;
 }
+
+/*---- The levels along a grant's path (grantlevel.c; caller holds the lock) ----*/
+
+/*
+ * Does level (of limit max) bound a grant?  One in shadow mode does not,
+ * but when shadow_too: what it would do, enforced.
+ */
+static inline bool
+bounds(const MemLevel *level, int64 max, bool shadow_too)
+{
+	return max >= 0 && (shadow_too || !level->shadow);
+}
+
+/* Is level (limit max) short of bytes (an empty level takes any)? */
+static inline bool
+short_of(const MemLevel *level, int64 max, int64 bytes, bool shadow_too)
+{
+	return bounds(level, max, shadow_too) && level->granted > 0 &&
+		level->granted + bytes > max;
+}
+
+static inline void
+add_to(MemLevel *level, int64 bytes)
+{
+	level->granted = Max(level->granted + bytes, 0);
+	level->peak = Max(level->peak, level->granted);
+}
+
+extern int	bulkhead_grants_path_of(const BulkheadGrant *g, int16 *path);
+extern void bulkhead_grants_make_path(int slotno, BulkheadGrant *g);
+extern bool bulkhead_grants_fits(const BulkheadGrant *g, int64 bytes, bool shadow_too);
+extern int64 bulkhead_grants_free_along(const BulkheadGrant *g, bool cut);
+extern void bulkhead_grants_add_along(const BulkheadGrant *g, int64 bytes);
+extern void bulkhead_grants_count_waiting(const BulkheadGrant *g, int delta);
+/* Level slotno moves under new_parent, its subtree's figures along */
+extern void bulkhead_grants_reparent(int slotno, int new_parent);
 
 #endif							/* BULKHEAD_GRANTSHM_H */

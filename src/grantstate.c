@@ -85,6 +85,41 @@ bulkhead_grants_shmem_startup(void)
 
 /*---- The worker's load ----*/
 
+/* Caller holds the lock: level slotno serves workload name from now on */
+static void
+claim(int slotno, const char *name)
+{
+	MemLevel   *level = &bulkhead_grants_shared->levels[slotno];
+	int			i;
+
+	if (strcmp(level->name, name) == 0)
+		return;
+
+	/*
+	 * Another workload: what was granted to the one before counts no more
+	 * here, nor at the budgets it was under (only at the server); the
+	 * workloads still under it leave it (their own definition puts them
+	 * where they go)
+	 */
+	for (i = 0; i < bulkhead_grants_shared->nslots; i++)
+		if (bulkhead_grants_shared->levels[i].parent == slotno)
+			bulkhead_grants_reparent(i, -1);
+	bulkhead_grants_reparent(slotno, -1);
+	level->generation++;
+	level->granted = 0;
+	level->waiting = 0;
+	level->peak = 0;
+	strlcpy(level->name, name, NAMEDATALEN);
+}
+
+void
+bulkhead_grants_claim(int slotno, const char *name)
+{
+	LWLockAcquire(bulkhead_grants_shared->lock, LW_EXCLUSIVE);
+	claim(slotno, name);
+	LWLockRelease(bulkhead_grants_shared->lock);
+}
+
 void
 bulkhead_grants_define(int slotno, const char *name, int64 max_memory,
 					   int64 timeout_us, bool shadow, int parent)
@@ -92,20 +127,13 @@ bulkhead_grants_define(int slotno, const char *name, int64 max_memory,
 	MemLevel   *level = &bulkhead_grants_shared->levels[slotno];
 
 	LWLockAcquire(bulkhead_grants_shared->lock, LW_EXCLUSIVE);
-	if (strcmp(level->name, name) != 0)
-	{
-		/* another workload: what was granted here counts no more */
-		level->generation++;
-		level->granted = 0;
-		level->waiting = 0;
-		level->peak = 0;
-		strlcpy(level->name, name, NAMEDATALEN);
-	}
+	claim(slotno, name);
 	level->defined = true;
 	level->max_memory = max_memory;
 	level->timeout_us = timeout_us;
 	level->shadow = shadow;
-	level->parent = (int16) parent;
+	if (level->parent != parent)
+		bulkhead_grants_reparent(slotno, parent);	/* its subtree's figures go along */
 	LWLockRelease(bulkhead_grants_shared->lock);
 }
 
@@ -118,7 +146,9 @@ bulkhead_grants_undefine(int slotno)
 	level->defined = false;
 	level->max_memory = -1;
 	level->shadow = false;
-	level->parent = -1;
+	if (level->parent >= 0)
+		bulkhead_grants_reparent(slotno, -1);	/* a deleted workload's grants
+												 * count at the server only */
 	LWLockRelease(bulkhead_grants_shared->lock);
 }
 
@@ -242,13 +272,5 @@ bulkhead_grants_init(void)
 							-1, -1, INT_MAX,
 							PGC_SIGHUP,
 							GUC_UNIT_KB,
-							NULL, NULL, NULL);
-	DefineCustomIntVariable("bulkhead.memory_timeout",
-							"How long a statement outside any workload waits for its memory grant before it runs with less.",
-							NULL,
-							&bulkhead_memory_timeout_ms,
-							5000, 0, INT_MAX,
-							PGC_USERSET,
-							GUC_UNIT_MS,
 							NULL, NULL, NULL);
 }

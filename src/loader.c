@@ -252,6 +252,21 @@ publish_grants(void)
 	BulkheadShared *shared = bulkhead_shared;
 	int			i;
 
+	/* the slots that serve another workload first: see grants.h */
+	for (i = 0; i < shared->nslots; i++)
+	{
+		BulkheadSlot *slot = &shared->slots[i];
+		char		name[NAMEDATALEN];
+		bool		defined;
+
+		bulkhead_slot_lock(slot, LW_SHARED);
+		defined = slot->in_use && slot->defined;
+		if (defined)
+			strlcpy(name, slot->name, NAMEDATALEN);
+		LWLockRelease(slot->lock);
+		if (defined)
+			bulkhead_grants_claim(i, name);
+	}
 	for (i = 0; i < shared->nslots; i++)
 	{
 		BulkheadSlot *slot = &shared->slots[i];

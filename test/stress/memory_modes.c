@@ -40,8 +40,8 @@
  * table; in a block also a cursor (WITH HOLD or not) declared, fetched
  * from, held while the client sleeps and runs other steps, closed or left
  * to the end of the transaction, savepoints rolled back to or released,
- * and a SET LOCAL statement_timeout of 5-40 ms now and then.  A client's
- * own bulkhead.memory_timeout (outside any workload) is 0-500 ms.  After
+ * and a SET LOCAL statement_timeout of 5-40 ms now and then (outside any
+ * workload, a statement never waits for memory).  After
  * an error the client rolls back, resets bulkhead.workload, gives back its
  * permits, closes its cursors and checks that bulkhead_activity shows no
  * row of its own; after a terminate it reconnects and waits until its old
@@ -49,7 +49,7 @@
  *
  * The allowance.  A statement may pass a limit by its floor: shrunk (after
  * its memory_timeout, or at once when it may not wait: a nested one, one
- * while its backend holds a grant), it is granted what is free but never
+ * while its backend holds a grant, one outside any workload), it is granted what is free but never
  * less than its request at work_mem = 64kB (maintenance_work_mem 1MB),
  * which bulkhead_classify gives; one larger than a level's limit even so
  * is granted when that level holds nothing.  So at any moment a level's
@@ -75,8 +75,8 @@
  * sample and reads them after: the allowance of a level is the peaks of the
  * clients charged to its subtree added up, which is at most (the
  * statements running there) x (the largest floor).  The monitor's own
- * statement is charged to the server too (its functions' scans): it runs
- * with bulkhead.memory_timeout 0 and takes its own grant, read in the same
+ * statement is charged to the server too (its functions' scans): outside
+ * any workload it never waits, and takes its own grant, read in the same
  * sample, off the server's figure.  The changer's and the chaos thread's
  * statements request nothing (checked at the start with bulkhead_classify,
  * as every statement without memory nodes that the clients send).
@@ -647,11 +647,9 @@ client_connect(MClient *c)
 				 "SET statement_timeout = '%ds'; SET bulkhead.exempt_superuser = off;"
 				 " SET enable_sort = off; SET max_parallel_workers_per_gather = 0;"
 				 " SET max_parallel_maintenance_workers = 0; SET jit = off;"
-				 " SET bulkhead.memory_timeout = '%dms';"
 				 " CREATE TEMP TABLE mg_tmp (a int);"
 				 " INSERT INTO mg_tmp SELECT generate_series(1, 5000)",
-				 TC_CLIENT_STATEMENT_TIMEOUT_S,
-				 (int[]) {0, 20, 100, 500}[tc_pick(&c->rs, 4)]);
+				 TC_CLIENT_STATEMENT_TIMEOUT_S);
 		res = PQexec(c->conn, sql);
 		ok = PQresultStatus(res) == PGRES_COMMAND_OK;
 		PQclear(res);
@@ -1280,7 +1278,7 @@ monitor_main(void *arg)
 	int			l;
 	int			lv;
 
-	tc_setup_exec(conn, "SET bulkhead.memory_timeout = 0; SET statement_timeout = '20s';"
+	tc_setup_exec(conn, "SET statement_timeout = '20s';"
 				  " SET max_parallel_workers_per_gather = 0; SET jit = off");
 	while (!__atomic_load_n(&stop_all, __ATOMIC_RELAXED))
 	{
@@ -1308,7 +1306,8 @@ monitor_main(void *arg)
 			{
 				PQfinish(conn);
 				conn = tc_connect_or_die(conninfo);
-				tc_setup_exec(conn, "SET bulkhead.memory_timeout = 0");
+				tc_setup_exec(conn, "SET statement_timeout = '20s';"
+							  " SET max_parallel_workers_per_gather = 0; SET jit = off");
 			}
 			tc_sleep_ms(10);
 			continue;

@@ -27,7 +27,8 @@
 #     64 MB, 48 MB for 32 MB; on 18 about what it may use), and the rest
 #     holds the shared memory, the postmaster and its other children, each
 #     backend's own memory and the page cache of the spill files;
-#     bulkhead.memory_timeout = 1s, so that waiters run shrunk.  The same four statements all return their
+#     the statements run in a workload, big, whose memory_timeout is 1s,
+#     so that waiters run shrunk.  The same four statements all return their
 #     count; oom_kill does not rise and no process is killed; a sampler
 #     (psql \watch every 20 ms) never sees bulkhead_memory.memory_granted
 #     above max_memory but for the documented floor, work_mem's 64 kB for
@@ -36,9 +37,9 @@
 #     what bulkhead_classify says the statement requests at work_mem =
 #     64kB); at least one statement waited for
 #     memory; at rest nothing is granted.  The observers (the sampler, the
-#     polls) run with work_mem = 64kB and bulkhead.memory_timeout = 0: what
-#     their own statement is granted (at most what bulkhead_classify says it
-#     requests) is allowed for.
+#     polls) run with work_mem = 64kB, outside any workload (they never
+#     wait for memory): what their own statement is granted (at most what
+#     bulkhead_classify says it requests) is allowed for.
 #
 # The big statements never run outside the limited group: the test checks
 # that the postmaster is in it before it sends them.
@@ -168,17 +169,20 @@ subtest 'with memory grants (bulkhead 1.4): the same statements, no OOM kill' =>
 
 	my $max_memory = $max_memory_mb * 1024 * 1024;
 	$node->safe_psql('postgres', qq{
+		INSERT INTO bulkhead_workload (name, max_running, max_queued, queue_timeout, memory_timeout)
+		VALUES ('big', $n, $n, '60s', '1s');
 		ALTER SYSTEM SET bulkhead.max_memory = '${max_memory_mb}MB';
-		ALTER SYSTEM SET bulkhead.memory_timeout = '1s';
 		SELECT pg_reload_conf();});
+	wait_loaded($node, 'big', $n);
+	push @settings, 'SET bulkhead.exempt_superuser = off', "SET bulkhead.workload = 'big'";
 
 	# The observers (the sampler, the polls) read bulkhead_memory with a
-	# small work_mem and never wait for memory (memory_timeout 0): their
+	# small work_mem and never wait for memory (in no workload): their
 	# own statements may be granted memory too (a view over a function:
 	# a Function Scan), at most what bulkhead_classify says they request.
 	my $sample = 'SELECT memory_granted, memory_shrunk, memory_waiting FROM bulkhead_memory';
 	my @observe = ("SET work_mem = '64kB'", 'SET hash_mem_multiplier = 1',
-		'SET bulkhead.memory_timeout = 0', 'SET log_statement = none');
+		'SET log_statement = none');
 	my $observe = join('', map { "$_;\n" } @observe);
 	my $own = $node->safe_psql('postgres',
 		$observe . "SELECT memory_requested FROM bulkhead_classify(\$q\$$sample\$q\$)") || 0;

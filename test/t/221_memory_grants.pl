@@ -8,8 +8,9 @@
 #     to work_mem's 64kB floor), within a statement_timeout far below the
 #     memory_timeout.
 #  3. A budget's max_memory bounds its children's grants; bulkhead.max_memory
-#     bounds the server's, statements outside any workload included (they
-#     wait up to bulkhead.memory_timeout).
+#     bounds the server's, statements outside any workload included: they
+#     never wait, they are granted what is free (only their floor while a
+#     workload's statement waits).
 #  4. A workload in shadow mode never waits: it is granted past its limit
 #     and counts what would have waited.
 #  5. A statement rule's move to another lane, then its grant there.
@@ -204,23 +205,34 @@ sub state_of
 	ok(poll_until($node, "SELECT max_memory = '3MB' FROM bulkhead_memory"),
 		'server: bulkhead.max_memory is 3MB');
 	my $o = session($node);
-	sql($o, "SET bulkhead.memory_timeout = 0; SET work_mem = '64kB'");
+	sql($o, "SET work_mem = '64kB'");
 	my $x = session($node);
-	sql($x, "SET bulkhead.memory_timeout = '60s'; BEGIN; DECLARE c CURSOR FOR $sorted;");
+	sql($x, "BEGIN; DECLARE c CURSOR FOR $sorted;");
 	my ($y, $ypid) = verbose_session($node);
-	sql($y, "SET bulkhead.memory_timeout = '60s'");
-	send_async($y, "$sorted;");
+	my $sorted_setting =
+	  "SELECT max(current_setting('work_mem')) FROM (SELECT g FROM generate_series(1, 10) g ORDER BY g DESC) s";
+	my $counts = 'SELECT memory_waits || \'/\' || memory_shrunk FROM bulkhead_memory';
+	my ($waits, $shrunk) = split m{/}, sql($o, $counts);
+	is(sql($y, $sorted_setting), '512kB',
+		'server: a statement outside any workload never waits: granted the 1 MB free, it runs at half its work_mem');
+	is(sql($o, $counts), "$waits/" . ($shrunk + 1),
+		'server: bulkhead_memory counts it shrunk, not waiting');
+	my ($w, $wpid) = in_workload('mem_w');
+	send_async($w, "$sorted;");
 	ok( poll_until($node, qq{
-			SELECT wait_event_type = 'Extension' FROM pg_stat_activity WHERE pid = $ypid}),
-		'server: a statement outside any workload waits for the server\'s memory');
+			SELECT state = 'waiting for memory' FROM bulkhead_activity WHERE pid = $wpid}),
+		'server: a workload\'s statement waits for the server\'s memory');
 	like(sql($o, 'SELECT memory_waiting FROM bulkhead_memory'), qr/^1$/,
 		'server: bulkhead_memory shows it waiting');
+	is(sql($y, $sorted_setting), '64kB',
+		'server: while a workload waits, a statement outside any takes only its floor, at once');
 	sql($x, 'CLOSE c; COMMIT');
-	($out, $err) = finish_async($y);
-	is("$out$err", '10', 'server: granted once the memory is returned');
+	($out, $err) = finish_async($w);
+	is("$out$err", '10', 'server: the workload\'s statement is granted once the memory is returned');
+	sql($w, 'COMMIT');
 	ok(poll_until($node, "SET work_mem = '64kB'; SELECT memory_granted <= 65536 FROM bulkhead_memory"),
 		'server: nothing left granted but the observer\'s own query');
-	close_session($_) for ($o, $x, $y);
+	close_session($_) for ($o, $x, $y, $w);
 	$node->safe_psql('postgres', "ALTER SYSTEM RESET bulkhead.max_memory; SELECT pg_reload_conf();");
 	ok(poll_until($node, "SELECT max_memory IS NULL FROM bulkhead_memory"),
 		'server: the server\'s limit is off again');
