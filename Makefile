@@ -32,12 +32,14 @@ OBJS = \
 	src/capsparse.o \
 	src/memreq.o \
 	src/grants.o \
+	src/grantlevel.o \
 	src/grantstate.o \
 	src/memory.o \
 	src/memviews.o \
 	src/lanes.o \
 	src/gate.o \
 	src/statement.o \
+	src/utility.o \
 	src/hooks.o \
 	src/disclose.o \
 	src/treecheck.o \

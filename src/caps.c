@@ -199,8 +199,13 @@ bulkhead_caps_leave_slow(BulkheadCapsFrame frame)
  * and when the caps in force change.  A set_config() by a statement that
  * raised a setting above its cap is lowered again at the next phase, in a
  * new frame.
- * Nothing is above it at a top-level phase: any other level (a function's
- * SET clause, a nested statement's frame) is made and popped inside one.
+ * It is ours only while it is the innermost GUC nesting level above the
+ * (sub)transaction's own: it is made only there (a top-level phase that
+ * runs inside a level not ours, a deferred trigger's query in a function
+ * with a SET clause at an implicit commit, gets a frame of its own for the
+ * phase instead), and popped only while nothing is above it (else a
+ * function's SET clause would be undone under it: a SECURITY DEFINER's
+ * search_path).
  */
 bool		bulkhead_caps_framed = false;	/* statement_frame.open */
 
@@ -226,22 +231,57 @@ same_caps(const BulkheadCaps *a, const BulkheadCaps *b)
 	return true;
 }
 
-void
+/*
+ * Is level the innermost GUC nesting level?  (One made and popped at once
+ * tells: the level after it.  On 15 the pop visits every setting: this
+ * is asked only where a frame is popped.)
+ */
+static bool
+innermost(int level)
+{
+	int			next = NewGUCNestLevel();
+
+	AtEOXact_GUC(true, next);
+	return next == level + 1;
+}
+
+/*
+ * Pop the statement's frame if it is still there and innermost.  Returns
+ * false when a level not ours is above it (it stays, to be popped later).
+ */
+static bool
+statement_frame_pop(void)
+{
+	if (!statement_frame.open)
+		return true;
+	if (statement_frame.ends == xact_ends)
+	{
+		if (!innermost(statement_frame.level))
+			return false;
+		AtEOXact_GUC(true, statement_frame.level);
+	}
+	statement_frame.open = bulkhead_caps_framed = false;
+	return true;
+}
+
+BulkheadCapsFrame
 bulkhead_caps_statement_slow(const BulkheadCaps *caps)
 {
+	BulkheadCapsFrame frame = {0, 0};
 	uint8		lower;
 	int			i;
 
 	if (statement_frame.open && statement_frame.ends != xact_ends)
 		statement_frame.open = bulkhead_caps_framed = false;	/* popped by its
 																 * transaction */
-	if (statement_frame.open && !same_caps(&statement_frame.caps, caps))
-		bulkhead_caps_statement_close();
+	if (statement_frame.open && !same_caps(&statement_frame.caps, caps) &&
+		!statement_frame_pop())
+		return bulkhead_caps_enter(caps);
 	if (caps->mask == 0)
-		return;
+		return frame;
 	lower = to_lower(caps, caps->mask);
 	if (lower == 0)
-		return;					/* (in its frame: nothing was raised) */
+		return frame;			/* (in its frame: nothing was raised) */
 
 	/*
 	 * In its frame, a statement raised a setting (set_config()): that SET
@@ -250,25 +290,29 @@ bulkhead_caps_statement_slow(const BulkheadCaps *caps)
 	 * it again.  (Lowering it in the old frame would turn the frame's saved
 	 * value into the SET's, and the cap would outlive the frame.)
 	 */
-	bulkhead_caps_statement_close();
-	statement_frame.level = NewGUCNestLevel();
-	statement_frame.ends = xact_ends;
-	statement_frame.subid = GetCurrentSubTransactionId();
-	statement_frame.caps = *caps;
-	statement_frame.open = bulkhead_caps_framed = true;
+	if (!statement_frame_pop())
+		return bulkhead_caps_enter_slow(caps);
+	frame.ends = xact_ends;
+	frame.level = NewGUCNestLevel();
+	if (frame.level == GetCurrentTransactionNestLevel() + 1)
+	{
+		statement_frame.level = frame.level;
+		statement_frame.ends = xact_ends;
+		statement_frame.subid = GetCurrentSubTransactionId();
+		statement_frame.caps = *caps;
+		statement_frame.open = bulkhead_caps_framed = true;
+		frame.level = 0;		/* the statement's, not the phase's */
+	}
 	for (i = 0; i < BULKHEAD_NUM_CAPS; i++)
 		if (lower & (1 << i))
 			set_cap(i, caps->value[i], GUC_ACTION_SAVE);
+	return frame;
 }
 
 void
 bulkhead_caps_statement_close(void)
 {
-	if (!statement_frame.open)
-		return;
-	statement_frame.open = bulkhead_caps_framed = false;
-	if (statement_frame.ends == xact_ends)
-		AtEOXact_GUC(true, statement_frame.level);
+	(void) statement_frame_pop();
 }
 
 /* Lower the workers of each Gather and Gather Merge in plan to at most n */
@@ -491,13 +535,17 @@ caps_xact_callback(XactEvent event, void *arg)
 	}
 }
 
-/* The abort of the subtransaction the statement's frame was made in pops it */
+/*
+ * The end of the subtransaction the statement's frame was made in pops it:
+ * an abort, or a commit (RELEASE closes it first; a block with an
+ * EXCEPTION clause in a function run at an implicit commit does not)
+ */
 static void
 caps_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 					  SubTransactionId parentSubid, void *arg)
 {
-	if (event == SUBXACT_EVENT_ABORT_SUB && statement_frame.open &&
-		mySubid <= statement_frame.subid)
+	if ((event == SUBXACT_EVENT_ABORT_SUB || event == SUBXACT_EVENT_COMMIT_SUB) &&
+		statement_frame.open && mySubid <= statement_frame.subid)
 		statement_frame.open = bulkhead_caps_framed = false;
 }
 

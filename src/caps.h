@@ -18,7 +18,6 @@
 #include "shmem.h"
 
 #include "fmgr.h"
-#include "miscadmin.h"
 #include "utils/array.h"
 
 /* The kind of value a setting takes */
@@ -44,27 +43,6 @@ extern BulkheadCapKind bulkhead_cap_kind(int i);
 extern void bulkhead_caps_parse(ArrayType *settings, const char *workload,
 								int elevel, BulkheadCaps *caps,
 								char written[][BULKHEAD_CAP_TEXTLEN]);
-
-/*
- * The value a setting of memory grants' (1.4: work_mem, hash_mem_multiplier,
- * maintenance_work_mem, max_parallel_maintenance_workers) has under caps:
- * the session's, or the cap if it is lower.
- */
-static inline double
-bulkhead_caps_value(const BulkheadCaps *caps, int i)
-{
-	double		value = i == BULKHEAD_CAP_WORK_MEM ? work_mem :
-		i == BULKHEAD_CAP_HASH_MEM_MULTIPLIER ? hash_mem_multiplier :
-		i == BULKHEAD_CAP_MAINTENANCE_WORK_MEM ? maintenance_work_mem :
-		max_parallel_maintenance_workers;
-
-	Assert(i == BULKHEAD_CAP_WORK_MEM || i == BULKHEAD_CAP_HASH_MEM_MULTIPLIER ||
-		   i == BULKHEAD_CAP_MAINTENANCE_WORK_MEM ||
-		   i == BULKHEAD_CAP_PARALLEL_MAINTENANCE);
-	if ((caps->mask & (1 << i)) && caps->value[i] < value)
-		return caps->value[i];
-	return value;
-}
 
 /* into: the smaller of each setting capped by into or by caps */
 extern void bulkhead_caps_combine(BulkheadCaps *into, const BulkheadCaps *caps);
@@ -106,19 +84,23 @@ bulkhead_caps_leave(BulkheadCapsFrame frame)
 /*
  * A client's top-level statement: the caps set once for its phases, in a
  * level kept open while the next statements run under the same caps (see
- * caps.c); closed before a top-level utility runs.
+ * caps.c); closed before a top-level utility runs.  Returns a frame for
+ * bulkhead_caps_leave: none, unless the phase runs inside a GUC level not
+ * ours (then it gets a level of its own, as a nested phase does).
  */
 extern bool bulkhead_caps_framed;
-extern void bulkhead_caps_statement_slow(const BulkheadCaps *caps);
+extern BulkheadCapsFrame bulkhead_caps_statement_slow(const BulkheadCaps *caps);
 extern void bulkhead_caps_statement_close(void);
 
 /* (inline: without caps and without a frame, the common case, a test) */
-static inline void
+static inline BulkheadCapsFrame
 bulkhead_caps_statement(const BulkheadCaps *caps)
 {
+	BulkheadCapsFrame none = {0, 0};
+
 	if (likely(caps->mask == 0 && !bulkhead_caps_framed))
-		return;
-	bulkhead_caps_statement_slow(caps);
+		return none;
+	return bulkhead_caps_statement_slow(caps);
 }
 
 /*

@@ -1,10 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * hooks.c
- *	  Where statements pass: the planner, the executor's phases and
- *	  ProcessUtility.  Here a statement meets the gate (gate.c) and the
- *	  caps of its lanes (caps.c); statement.c tells which of these calls is
- *	  the client's statement.
+ *	  Where statements pass: the planner and the executor's phases (a
+ *	  utility: utility.c).  Here a statement meets the gate (gate.c), the
+ *	  caps of its lanes (caps.c) and its memory grant (memory.c);
+ *	  statement.c tells which of these calls is the client's statement.
  *
  * The gate.  The early gate comes when the planner starts on a client's
  * top-level statement; then ExecutorStart and ProcessUtility (a cached
@@ -36,14 +36,15 @@
  * executor starts.
  *
  * Memory grants (1.4).  A statement's executor start is where it is
- * granted its memory (memory.c), after its lane is known and before the
- * standard start, and its end where the grant is returned; a statement
- * that runs shrunk has its work_mem lowered around each phase, as a cap.
- * A utility that uses maintenance_work_mem is granted it for its run.
+ * granted its memory (memory.c), after its lane's caps are applied and
+ * before the standard start, and its end where the grant is returned.
+ * Each phase runs, inside its caps, with the settings its grant was worked
+ * out with (lowered when it runs shrunk, never raised by a SET since), in
+ * a GUC level of the phase's own.
  *
  * Owns no state of its own but the hooks' previous values.  Called by
- * bulkhead.c (init); calls gate.c, lanes.c, caps.c, memory.c, statement.c, rules.c,
- * local.c and follow.c.
+ * bulkhead.c (init); calls gate.c, lanes.c, caps.c, memory.c, statement.c,
+ * rules.c, local.c, follow.c and utility.c (init).
  *
  *-------------------------------------------------------------------------
  */
@@ -56,6 +57,7 @@
 #include "memory.h"
 #include "rules.h"
 #include "statement.h"
+#include "utility.h"
 
 #include "access/xact.h"
 #include "executor/executor.h"
@@ -63,7 +65,6 @@
 #include "optimizer/planner.h"
 #include "tcop/pquery.h"
 #include "tcop/tcopprot.h"
-#include "tcop/utility.h"
 #include "utils/snapmgr.h"
 
 /* The planner hook's arguments, which 19 extends */
@@ -92,18 +93,6 @@ static ExecutorStart_hook_type prev_ExecutorStart = NULL;
 static ExecutorRun_hook_type prev_ExecutorRun = NULL;
 static ExecutorFinish_hook_type prev_ExecutorFinish = NULL;
 static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
-static ProcessUtility_hook_type prev_ProcessUtility = NULL;
-
-/*
- * Has this statement statement rules to meet?  Only a client backend's
- * (not a parallel worker's, a walsender's, a background worker's), and
- * then one atomic read when the rule set has none.
- */
-static inline bool
-lanes_here(void)
-{
-	return bulkhead_gate_applies() && bulkhead_lanes_apply();
-}
 
 /* The next planner, at one more nesting level */
 static PlannedStmt *
@@ -136,12 +125,24 @@ plan_next(PLANNER_PARAMS)
 static inline BulkheadCapsFrame
 caps_for_phase(const BulkheadCaps *caps, bool top)
 {
-	BulkheadCapsFrame none = {0, 0};
-
 	if (!top)
 		return bulkhead_caps_enter(caps);
-	bulkhead_caps_statement(caps);
-	return none;
+	return bulkhead_caps_statement(caps);
+}
+
+/*
+ * Inside that, the settings a statement's memory grant was worked out with
+ * (memory.c), when it holds one: work_mem lowered when it runs shrunk, and
+ * never raised by a SET since it started.  A level of its own per phase.
+ */
+static inline BulkheadCapsFrame
+caps_pinned(const BulkheadCaps *pins)
+{
+	BulkheadCapsFrame none = {0, 0};
+
+	if (likely(pins == NULL))
+		return none;
+	return bulkhead_caps_enter(pins);
 }
 
 /* An executor phase of the client's statement: at level 0, in its portal */
@@ -244,7 +245,7 @@ hooks_planner(PLANNER_PARAMS)
 	if (top)
 	{
 		bulkhead_caps_restore_pending();
-		if (lanes_here())
+		if (bulkhead_lanes_here())
 			return plan_and_match(PLANNER_ARGS(parse));
 		if (!bulkhead_gate_passed())
 		{
@@ -270,7 +271,7 @@ gate_executor_start(QueryDesc *queryDesc, int eflags)
 {
 	PlannedStmt *plan = queryDesc->plannedstmt;
 
-	if (lanes_here() && bulkhead_statement_to_match(queryDesc, eflags))
+	if (bulkhead_lanes_here() && bulkhead_statement_to_match(queryDesc, eflags))
 		(void) bulkhead_gate_statement(bulkhead_statement_kind(plan->commandType),
 									   cost_may_show(plan), plan->planTree->total_cost,
 									   NULL);
@@ -337,16 +338,18 @@ static void
 hooks_ExecutorStart(QueryDesc *queryDesc, int eflags)
 {
 	BulkheadCapsFrame frame;
+	BulkheadCapsFrame pinned;
 
 	bulkhead_caps_restore_pending();
 	bulkhead_local_follow_moves();
 	gate_executor_start(queryDesc, eflags);
 	bulkhead_caps_parallel_workers(queryDesc, &bulkhead_caps_in_force);
+	frame = caps_for_phase(&bulkhead_caps_in_force, executor_top());
 	/* its memory grant (1.4), before the nodes that fix their limit here */
-	frame = caps_for_phase(bulkhead_memory_start(queryDesc, eflags,
-												 &bulkhead_caps_in_force),
-						   executor_top());
+	pinned = caps_pinned(bulkhead_memory_start(queryDesc, eflags));
 	start_next(queryDesc, eflags);
+	bulkhead_caps_leave(pinned);
+	bulkhead_memory_phase_done(queryDesc);
 	bulkhead_caps_leave(frame);
 }
 
@@ -354,13 +357,16 @@ static void
 hooks_ExecutorRun(RUN_PARAMS)
 {
 	BulkheadCapsFrame frame;
+	BulkheadCapsFrame pinned;
 
 	/* a portal resumed in a transaction that lost its permit since */
 	if (bulkhead_nesting == 0 && !bulkhead_gate_passed())
 		(void) bulkhead_gate_transaction(NULL);
-	frame = caps_for_phase(bulkhead_memory_caps(queryDesc, &bulkhead_caps_in_force),
-						   executor_top());
+	frame = caps_for_phase(&bulkhead_caps_in_force, executor_top());
+	pinned = caps_pinned(bulkhead_memory_pins(queryDesc));
 	run_next(RUN_ARGS);
+	bulkhead_caps_leave(pinned);
+	bulkhead_memory_phase_done(queryDesc);
 	bulkhead_caps_leave(frame);
 }
 
@@ -372,13 +378,17 @@ static void
 hooks_ExecutorFinish(QueryDesc *queryDesc)
 {
 	BulkheadCapsFrame frame = {0, 0};
+	BulkheadCapsFrame pinned = {0, 0};
 
 	if (queryDesc->operation != CMD_SELECT ||
 		queryDesc->plannedstmt->hasModifyingCTE)
-		frame = caps_for_phase(bulkhead_memory_caps(queryDesc,
-													&bulkhead_caps_in_force),
-							   executor_top());
+	{
+		frame = caps_for_phase(&bulkhead_caps_in_force, executor_top());
+		pinned = caps_pinned(bulkhead_memory_pins(queryDesc));
+	}
 	finish_next(queryDesc);
+	bulkhead_caps_leave(pinned);
+	bulkhead_memory_phase_done(queryDesc);
 	bulkhead_caps_leave(frame);
 }
 
@@ -391,190 +401,6 @@ hooks_ExecutorEnd(QueryDesc *queryDesc)
 	else
 		standard_ExecutorEnd(queryDesc);
 	bulkhead_memory_end(queryDesc);
-}
-
-/*
- * Does this top-level utility hold the gate permit for its whole run?  A
- * top-level statement outside a transaction block may commit internally
- * and go on in new transactions, which reach no hook of ours: CREATE INDEX
- * CONCURRENTLY, REINDEX ... CONCURRENTLY, DROP INDEX CONCURRENTLY, ALTER
- * TABLE ... DETACH PARTITION ... CONCURRENTLY, VACUUM, ANALYZE, CLUSTER.
- * Holding the permit over any such statement is harmless for those that do
- * not commit (the permit goes at the statement's own commit either way).
- * CALL and DO are left out on purpose: a procedure that commits takes a new
- * permit in each transaction, at its next statement.
- */
-static bool
-runs_outside_block(Node *stmt, ProcessUtilityContext context)
-{
-	return context == PROCESS_UTILITY_TOPLEVEL &&
-		!IsTransactionBlock() && !IsA(stmt, CallStmt) && !IsA(stmt, DoStmt);
-}
-
-/* How a utility is capped */
-typedef enum UtilityCaps
-{
-	CAPS_NONE,					/* not at all */
-	CAPS_LEVEL,					/* in a GUC nesting level */
-	CAPS_SESSION				/* for the session, over its internal commits */
-} UtilityCaps;
-
-static UtilityCaps
-utility_caps(Node *stmt, ProcessUtilityContext context, const BulkheadCaps *caps)
-{
-	if (caps->mask == 0)
-		return CAPS_NONE;
-	switch (nodeTag(stmt))
-	{
-		case T_TransactionStmt:
-		case T_VariableSetStmt:
-		case T_DiscardStmt:
-		case T_CallStmt:
-		case T_DoStmt:
-		case T_ExecuteStmt:
-		case T_ExplainStmt:
-			return CAPS_NONE;
-		case T_VacuumStmt:
-#if PG_VERSION_NUM >= 190000
-		case T_RepackStmt:		/* CLUSTER and REPACK, 19 on */
-#else
-		case T_ClusterStmt:
-#endif
-		case T_ReindexStmt:
-		case T_IndexStmt:
-		case T_DropStmt:
-		case T_AlterTableStmt:
-		case T_AlterDatabaseStmt:
-			return runs_outside_block(stmt, context) ? CAPS_SESSION : CAPS_LEVEL;
-		default:
-			return CAPS_LEVEL;
-	}
-}
-
-/*
- * The gate for a utility: a top-level one meets the statement rules (as a
- * utility; EXECUTE and EXPLAIN ANALYZE when the statement they run starts;
- * EXPLAIN alone matches none) or else the session's workload.  Returns
- * whether it holds the gate permit over its own commits.
- */
-static bool
-gate_utility(Node *stmt, const char *queryString, ProcessUtilityContext context)
-{
-	bool		held;
-
-	if (bulkhead_utility_needs_no_permit(stmt) || bulkhead_planning_unmatched)
-		return false;
-	if (context == PROCESS_UTILITY_TOPLEVEL && bulkhead_nesting == 0 &&
-		lanes_here())
-	{
-		switch (bulkhead_lane_utility(stmt))
-		{
-			case BULKHEAD_LANE_DEFER:
-				bulkhead_statement_defer(stmt, queryString);
-				return false;
-			case BULKHEAD_LANE_UTILITY:
-				held = bulkhead_gate_statement(BULKHEAD_CMD_UTILITY, false, 0, NULL);
-				break;
-			case BULKHEAD_LANE_NONE:
-			default:
-				held = bulkhead_gate_transaction(NULL);
-				break;
-		}
-	}
-	else
-		held = bulkhead_gate_transaction(NULL);
-	return held && !bulkhead_gate_holding_for_utility() &&
-		runs_outside_block(stmt, context);
-}
-
-/*
- * The next ProcessUtility, at one more nesting level.  On an error the
- * flags go first (the hold over internal commits, what EXECUTE or EXPLAIN
- * ANALYZE stood for, the session caps, to be put back at the next
- * statement); then the abort returns the permit (local.c; at a FATAL the
- * exit callback does) and pops the caps' nesting level.
- */
-static void
-utility_next(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
-			 ProcessUtilityContext context, ParamListInfo params,
-			 QueryEnvironment *queryEnv, DestReceiver *dest,
-			 QueryCompletion *qc, bool top, bool session_capped, bool hold)
-{
-	bulkhead_nesting++;
-	PG_TRY();
-	{
-		if (prev_ProcessUtility)
-			prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-								params, queryEnv, dest, qc);
-		else
-			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-									params, queryEnv, dest, qc);
-	}
-	PG_CATCH();
-	{
-		bulkhead_nesting--;
-		bulkhead_memory_utility_end(pstmt->utilityStmt);
-		if (top)
-			bulkhead_statement_undefer();
-		if (session_capped)
-			bulkhead_caps_leave_session(true);
-		if (hold)
-			bulkhead_gate_hold_for_utility(false);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	bulkhead_nesting--;
-}
-
-/* The gate, the hold over internal commits and the caps of one utility */
-static void
-hooks_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
-					 bool readOnlyTree, ProcessUtilityContext context,
-					 ParamListInfo params, QueryEnvironment *queryEnv,
-					 DestReceiver *dest, QueryCompletion *qc)
-{
-	Node	   *stmt = pstmt->utilityStmt;
-	bool		discard_all = IsA(stmt, DiscardStmt) &&
-		((DiscardStmt *) stmt)->target == DISCARD_ALL;
-	bool		top = bulkhead_nesting == 0;
-	bool		hold;
-	UtilityCaps caps;
-	bool		session_capped = false;
-	BulkheadCapsFrame frame = {0, 0};
-	const BulkheadCaps *in_force;
-
-	/* a top-level utility sees, and changes, the session's own values */
-	if (top)
-		bulkhead_caps_statement_close();
-	bulkhead_caps_restore_pending();
-	bulkhead_local_follow_moves();
-	hold = gate_utility(stmt, queryString, context);
-	/* its memory grant (1.4), held over its own commits until its end */
-	in_force = bulkhead_memory_utility_start(stmt, &bulkhead_caps_in_force);
-	caps = utility_caps(stmt, context, in_force);
-	if (hold)
-		bulkhead_gate_hold_for_utility(true);
-	if (caps == CAPS_SESSION)
-		session_capped = bulkhead_caps_enter_session(in_force);
-	else if (caps == CAPS_LEVEL)
-		frame = bulkhead_caps_enter(in_force);
-	utility_next(pstmt, queryString, readOnlyTree, context, params, queryEnv,
-				 dest, qc, top, session_capped, hold);
-	bulkhead_memory_utility_end(stmt);
-	if (top)
-		bulkhead_statement_undefer();
-	bulkhead_caps_leave(frame);
-	if (session_capped)
-		bulkhead_caps_leave_session(false);
-	if (hold)
-		bulkhead_gate_hold_for_utility(false);
-
-	/*
-	 * Reached only when DISCARD ALL succeeded, which it cannot do inside a
-	 * transaction block: only session permits can be held here.
-	 */
-	if (discard_all)
-		bulkhead_discard_session_permits();
 }
 
 /* What was matched in a transaction that ended is no one's */
@@ -600,8 +426,7 @@ bulkhead_hooks_init(void)
 	ExecutorFinish_hook = hooks_ExecutorFinish;
 	prev_ExecutorEnd = ExecutorEnd_hook;
 	ExecutorEnd_hook = hooks_ExecutorEnd;
-	prev_ProcessUtility = ProcessUtility_hook;
-	ProcessUtility_hook = hooks_ProcessUtility;
+	bulkhead_utility_init();
 	RegisterXactCallback(hooks_xact_callback, NULL);
 	bulkhead_gate_init();
 	bulkhead_caps_init();

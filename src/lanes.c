@@ -38,6 +38,7 @@
 #include "lanes.h"
 #include "caps.h"
 #include "local.h"
+#include "memory.h"
 #include "memreq.h"
 
 #include "access/xact.h"
@@ -49,6 +50,7 @@
 #include "optimizer/optimizer.h"
 #include "parser/analyze.h"
 #include "tcop/tcopprot.h"
+#include "tcop/utility.h"
 #include "utils/builtins.h"
 #include "utils/snapmgr.h"
 
@@ -322,6 +324,21 @@ describe(RawStmt *raw, const char *query, uint8 *kind, bool *has_cost,
 }
 
 /*
+ * A memory setting's value for a statement run now under caps: the value
+ * the calling statement asked for (before its own grant shrank it: the
+ * caller's next statement would not run shrunk), capped.
+ */
+static double
+runs_with(const BulkheadCaps *caps, int i, double live)
+{
+	double		value = bulkhead_memory_asked(i, live);
+
+	if ((caps->mask & (1 << i)) && caps->value[i] < value)
+		return caps->value[i];
+	return value;
+}
+
+/*
  * The memory (bytes) a statement of plan (or utility) would request in
  * workload (NULL: none), as it would run there: with the caps in force and
  * the workload's (1.4, memory grants).  0 for one that runs nothing.
@@ -336,13 +353,16 @@ memory_of(PlannedStmt *plan, Node *utility, const char *workload)
 	if (workload != NULL && workload_caps(workload, &lane))
 		bulkhead_caps_combine(&caps, &lane);
 	if (plan != NULL)
-		bulkhead_memreq_plan(plan, (int) bulkhead_caps_value(&caps, BULKHEAD_CAP_WORK_MEM),
-							 bulkhead_caps_value(&caps, BULKHEAD_CAP_HASH_MEM_MULTIPLIER),
+		bulkhead_memreq_plan(plan, (int) runs_with(&caps, BULKHEAD_CAP_WORK_MEM, work_mem),
+							 runs_with(&caps, BULKHEAD_CAP_HASH_MEM_MULTIPLIER,
+									   hash_mem_multiplier),
 							 &req);
 	else if (utility == NULL ||
-			 !bulkhead_memreq_utility(utility,
-									  (int) bulkhead_caps_value(&caps, BULKHEAD_CAP_MAINTENANCE_WORK_MEM),
-									  (int) bulkhead_caps_value(&caps, BULKHEAD_CAP_PARALLEL_MAINTENANCE),
+			 !bulkhead_memreq_utility(utility, PROCESS_UTILITY_TOPLEVEL,
+									  (int) runs_with(&caps, BULKHEAD_CAP_MAINTENANCE_WORK_MEM,
+													  maintenance_work_mem),
+									  (int) runs_with(&caps, BULKHEAD_CAP_PARALLEL_MAINTENANCE,
+													  max_parallel_maintenance_workers),
 									  &req))
 		return 0;
 	return bulkhead_memreq_bytes(&req);

@@ -12,7 +12,8 @@
  * Which workload.  A statement is charged to the transaction's automatic
  * permit's workload (where it is now); without one, to the permit this
  * backend took last; without any, to the server's limit alone
- * (bulkhead.max_memory, waiting up to bulkhead.memory_timeout).  Not
+ * (bulkhead.max_memory), where it never waits: it is granted what is free,
+ * and while others wait only its floor.  Not
  * charged at all: what runs in a process other than a client backend
  * (parallel workers are counted in their leader's request), EXPLAIN
  * without ANALYZE, and everything while no memory limit is set anywhere.
@@ -22,15 +23,20 @@
  * granted what is free at once, shrunk to it.  So memory waits never wait
  * on one another.
  *
- * Shrunk.  A statement granted less than it requested runs with work_mem
- * (a utility, maintenance_work_mem) lowered to fit its grant, never below
- * 64 kB (1 MB): a cap added to its lanes' caps, applied around each of
- * its executor's phases as they are (caps.c).
+ * Held to it.  A statement runs each of its executor's phases with the
+ * values its grant was worked out with, as caps (caps.c): work_mem and
+ * hash_mem_multiplier (a utility, maintenance_work_mem and its parallel
+ * workers) lowered to fit its grant when it runs shrunk, never below 64 kB
+ * (1 MB), and never raised above them by a SET between its phases (a
+ * cursor's FETCH after a SET work_mem).  A set_config() inside one of its
+ * phases is beyond reach: the nodes that begin after it in that phase see
+ * it (doc/memory.md says so).
  *
  * Ends.  Its executor's end returns a grant; an error returns what the
- * failed (sub)transaction's statements held (an executor that failed
- * never reaches its end), a commit what is left, the exit everything.  A
- * wait ended by an error is cleaned up by grants.c.
+ * failed (sub)transaction's statements held and what was running in it (a
+ * cursor whose FETCH failed in a savepoint: a failed portal never reaches
+ * its executor's end), a commit what is left, the exit everything.  A wait
+ * ended by an error is cleaned up by grants.c.
  *
  * Owns backend-local state only: held[], the grants this backend holds.
  * Called by hooks.c and bulkhead.c; calls grants.c, memreq.c, local.c and
@@ -48,9 +54,7 @@
 #include "access/xact.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
-#include "optimizer/cost.h"
 #include "storage/ipc.h"
-#include "utils/guc.h"
 #include "utils/memutils.h"
 
 /* One grant this backend holds */
@@ -60,28 +64,28 @@ typedef struct HeldGrant
 	bool		utility;		/* held over its utility's own commits */
 	bool		shrunk;
 	SubTransactionId subid;		/* where it was granted */
+	SubTransactionId active_in; /* a phase of it runs, begun in this
+								 * subtransaction; Invalid: none */
 	int64		requested;
+	double		asked[BULKHEAD_NUM_CAPS];	/* the settings asked with */
 	BulkheadGrant grant;
-	BulkheadCaps caps;			/* shrunk: the caps it runs with */
+	BulkheadCaps pins;			/* the settings it runs with */
 } HeldGrant;
 
 static HeldGrant *held = NULL;	/* TopMemoryContext */
-static int	nheld = 0;
 static int	maxheld = 0;
 static bool exit_registered = false;
 
-int			bulkhead_memory_nshrunk = 0;
+int			bulkhead_memory_nheld = 0;
 
 /* Return held[i] and take it out of the list.  Never throws. */
 static void
 release_at(int i)
 {
 	bulkhead_grants_release(&held[i].grant, held[i].requested);
-	if (held[i].shrunk)
-		bulkhead_memory_nshrunk--;
-	nheld--;
-	if (i < nheld)
-		memmove(&held[i], &held[i + 1], sizeof(HeldGrant) * (nheld - i));
+	bulkhead_memory_nheld--;
+	if (i < bulkhead_memory_nheld)
+		memmove(&held[i], &held[i + 1], sizeof(HeldGrant) * (bulkhead_memory_nheld - i));
 }
 
 /* The newest grant of owner, or -1 */
@@ -90,7 +94,7 @@ find(const void *owner)
 {
 	int			i;
 
-	for (i = nheld - 1; i >= 0; i--)
+	for (i = bulkhead_memory_nheld - 1; i >= 0; i--)
 		if (held[i].owner == owner)
 			return i;
 	return -1;
@@ -100,8 +104,8 @@ static void
 memory_exit(int code, Datum arg)
 {
 	bulkhead_grants_wait_cleanup();
-	while (nheld > 0)
-		release_at(nheld - 1);
+	while (bulkhead_memory_nheld > 0)
+		release_at(bulkhead_memory_nheld - 1);
 }
 
 /* Room for one more grant (before any is taken: this may throw) */
@@ -113,7 +117,7 @@ make_room(void)
 		before_shmem_exit(memory_exit, (Datum) 0);
 		exit_registered = true;
 	}
-	if (nheld < maxheld)
+	if (bulkhead_memory_nheld < maxheld)
 		return;
 	maxheld = Max(maxheld * 2, 8);
 	held = held == NULL ?
@@ -152,12 +156,14 @@ charged_slot(void)
 }
 
 /*
- * Grant req to a statement of workload slotno, owned by owner; returns the
- * caps to run it with.
+ * Grant req to a statement of workload slotno, owned by owner, asked with
+ * settings (a, b): work_mem and hash_mem_multiplier, or for a utility
+ * maintenance_work_mem and its parallel workers.  Returns the settings to
+ * hold it to.
  */
 static const BulkheadCaps *
 grant(const void *owner, bool utility, int slotno, const BulkheadMemRequest *req,
-	  const BulkheadCaps *in_force)
+	  int cap_a, double a, int cap_b, double b)
 {
 	BulkheadGrantOutcome outcome;
 	HeldGrant  *h;
@@ -168,31 +174,24 @@ grant(const void *owner, bool utility, int slotno, const BulkheadMemRequest *req
 	if (stale >= 0)
 		release_at(stale);
 	make_room();
-	may_wait = nheld == 0;
-	h = &held[nheld];
-	bulkhead_grants_acquire(slotno, req, may_wait,
-							(int64) bulkhead_memory_timeout_ms * 1000,
-							&h->grant, &outcome);
+	may_wait = bulkhead_memory_nheld == 0;		/* one that holds a grant never waits */
+	h = &held[bulkhead_memory_nheld];
+	bulkhead_grants_acquire(slotno, req, may_wait, &h->grant, &outcome);
 	h->owner = owner;
 	h->utility = utility;
 	h->subid = GetCurrentSubTransactionId();
+	h->active_in = h->subid;
 	h->requested = bulkhead_memreq_bytes(req);
 	h->shrunk = outcome.setting_kb < req->setting_kb;
-	nheld++;
-	if (!h->shrunk)
-		return in_force;
-	bulkhead_memory_nshrunk++;
-	h->caps = *in_force;
-	{
-		BulkheadCaps lowered = {0};
-		int			cap = req->maintenance ? BULKHEAD_CAP_MAINTENANCE_WORK_MEM :
-			BULKHEAD_CAP_WORK_MEM;
-
-		lowered.mask = 1 << cap;
-		lowered.value[cap] = outcome.setting_kb;
-		bulkhead_caps_combine(&h->caps, &lowered);
-	}
-	return &h->caps;
+	memset(h->asked, 0, sizeof(h->asked));
+	h->asked[cap_a] = a;
+	h->asked[cap_b] = b;
+	memset(&h->pins, 0, sizeof(BulkheadCaps));
+	h->pins.mask = (1 << cap_a) | (1 << cap_b);
+	h->pins.value[cap_a] = outcome.setting_kb;
+	h->pins.value[cap_b] = b;
+	bulkhead_memory_nheld++;
+	return &h->pins;
 }
 
 /* May this process's statement be charged at all? */
@@ -204,32 +203,44 @@ chargeable(void)
 }
 
 const BulkheadCaps *
-bulkhead_memory_start(QueryDesc *queryDesc, int eflags, const BulkheadCaps *in_force)
+bulkhead_memory_start(QueryDesc *queryDesc, int eflags)
 {
 	BulkheadMemRequest req;
 	int			slotno;
 
 	if (likely(!bulkhead_grants_active()) || !chargeable() ||
 		(eflags & EXEC_FLAG_EXPLAIN_ONLY))
-		return in_force;
+		return NULL;
 	slotno = charged_slot();
 	if (!bulkhead_grants_limited(slotno))
-		return in_force;
-	bulkhead_memreq_plan(queryDesc->plannedstmt,
-						 (int) bulkhead_caps_value(in_force, BULKHEAD_CAP_WORK_MEM),
-						 bulkhead_caps_value(in_force, BULKHEAD_CAP_HASH_MEM_MULTIPLIER),
-						 &req);
+		return NULL;
+	/* (the caller applied the caps in force: these are the values it runs with) */
+	bulkhead_memreq_plan(queryDesc->plannedstmt, work_mem, hash_mem_multiplier, &req);
 	if (req.units <= 0 && req.fixed <= 0)
-		return in_force;		/* no memory node: no lock */
-	return grant(queryDesc, false, slotno, &req, in_force);
+		return NULL;			/* no memory node: no lock */
+	return grant(queryDesc, false, slotno, &req, BULKHEAD_CAP_WORK_MEM, work_mem,
+				 BULKHEAD_CAP_HASH_MEM_MULTIPLIER, hash_mem_multiplier);
 }
 
 const BulkheadCaps *
-bulkhead_memory_caps_slow(QueryDesc *queryDesc, const BulkheadCaps *in_force)
+bulkhead_memory_pins_slow(QueryDesc *queryDesc)
 {
 	int			i = find(queryDesc);
 
-	return i >= 0 && held[i].shrunk ? &held[i].caps : in_force;
+	if (i < 0)
+		return NULL;
+	held[i].active_in = GetCurrentSubTransactionId();
+	return &held[i].pins;
+}
+
+void
+bulkhead_memory_phase_done(QueryDesc *queryDesc)
+{
+	int			i;
+
+	if (likely(bulkhead_memory_nheld == 0) || (i = find(queryDesc)) < 0)
+		return;
+	held[i].active_in = InvalidSubTransactionId;
 }
 
 void
@@ -237,27 +248,27 @@ bulkhead_memory_end(QueryDesc *queryDesc)
 {
 	int			i;
 
-	if (likely(nheld == 0) || (i = find(queryDesc)) < 0)
+	if (likely(bulkhead_memory_nheld == 0) || (i = find(queryDesc)) < 0)
 		return;
 	release_at(i);
 }
 
 const BulkheadCaps *
-bulkhead_memory_utility_start(Node *stmt, const BulkheadCaps *in_force)
+bulkhead_memory_utility_start(Node *stmt, int context)
 {
 	BulkheadMemRequest req;
 	int			slotno;
 
 	if (likely(!bulkhead_grants_active()) || !chargeable())
-		return in_force;
+		return NULL;
 	slotno = charged_slot();
 	if (!bulkhead_grants_limited(slotno) ||
-		!bulkhead_memreq_utility(stmt,
-								 (int) bulkhead_caps_value(in_force, BULKHEAD_CAP_MAINTENANCE_WORK_MEM),
-								 (int) bulkhead_caps_value(in_force, BULKHEAD_CAP_PARALLEL_MAINTENANCE),
-								 &req))
-		return in_force;
-	return grant(stmt, true, slotno, &req, in_force);
+		!bulkhead_memreq_utility(stmt, context, maintenance_work_mem,
+								 max_parallel_maintenance_workers, &req))
+		return NULL;
+	return grant(stmt, true, slotno, &req,
+				 BULKHEAD_CAP_MAINTENANCE_WORK_MEM, maintenance_work_mem,
+				 BULKHEAD_CAP_PARALLEL_MAINTENANCE, max_parallel_maintenance_workers);
 }
 
 void
@@ -266,14 +277,29 @@ bulkhead_memory_utility_end(Node *stmt)
 	bulkhead_memory_end((QueryDesc *) stmt);
 }
 
-/* Release the grants of subtransaction subid, or all (but utilities') */
+double
+bulkhead_memory_asked(int cap, double live)
+{
+	int			i;
+
+	for (i = 0; i < bulkhead_memory_nheld; i++)
+		if (held[i].shrunk && (held[i].pins.mask & (1 << cap)))
+			return held[i].asked[cap];
+	return live;
+}
+
+/*
+ * Release the grants of subtransaction subid (and those of statements that
+ * were running in it: their executors died with it), or all (but
+ * utilities', which their own end returns, over their commits)
+ */
 static void
 release_where(bool all, SubTransactionId subid, bool keep_utility)
 {
 	int			i;
 
-	for (i = nheld - 1; i >= 0; i--)
-		if ((all || held[i].subid == subid) &&
+	for (i = bulkhead_memory_nheld - 1; i >= 0; i--)
+		if ((all || held[i].subid == subid || held[i].active_in == subid) &&
 			!(keep_utility && held[i].utility))
 			release_at(i);
 }
@@ -286,14 +312,14 @@ memory_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			bulkhead_grants_wait_cleanup();
-			if (nheld > 0)
+			if (bulkhead_memory_nheld > 0)
 				release_where(true, InvalidSubTransactionId, false);
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_PREPARE:
 			/* a utility that commits internally keeps its grant */
-			if (nheld > 0)
+			if (bulkhead_memory_nheld > 0)
 				release_where(true, InvalidSubTransactionId, true);
 			break;
 		default:
@@ -311,13 +337,17 @@ memory_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	{
 		case SUBXACT_EVENT_ABORT_SUB:
 			bulkhead_grants_wait_cleanup();
-			if (nheld > 0)
+			if (bulkhead_memory_nheld > 0)
 				release_where(false, mySubid, false);
 			break;
 		case SUBXACT_EVENT_COMMIT_SUB:
-			for (i = 0; i < nheld; i++)
+			for (i = 0; i < bulkhead_memory_nheld; i++)
+			{
 				if (held[i].subid == mySubid)
 					held[i].subid = parentSubid;
+				if (held[i].active_in == mySubid)
+					held[i].active_in = parentSubid;
+			}
 			break;
 		default:
 			break;

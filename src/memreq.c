@@ -51,6 +51,7 @@
 #include "access/htup_details.h"
 #include "nodes/nodeFuncs.h"
 #include "nodes/parsenodes.h"
+#include "tcop/utility.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -367,13 +368,69 @@ bulkhead_memreq_plan(const PlannedStmt *plan, int work_mem_kb, double hash_mult,
 	req->nodes = w.nodes;
 }
 
+/* Does constraint def (of an ALTER TABLE) build an index? */
+static bool
+builds_index(Node *def)
+{
+	Constraint *con;
+
+	if (def == NULL || !IsA(def, Constraint))
+		return false;
+	con = (Constraint *) def;
+	return (con->contype == CONSTR_PRIMARY || con->contype == CONSTR_UNIQUE ||
+			con->contype == CONSTR_EXCLUSION) && con->indexname == NULL;
+}
+
+/*
+ * Does an ALTER TABLE build or rebuild an index (ADD PRIMARY KEY, UNIQUE,
+ * EXCLUDE, a column with one of those, ALTER COLUMN TYPE)?  It builds them
+ * itself, through no CREATE INDEX of its own.
+ */
+static bool
+alter_builds_index(AlterTableStmt *stmt)
+{
+	ListCell   *lc;
+
+	foreach(lc, stmt->cmds)
+	{
+		AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
+		ListCell   *c;
+
+		switch (cmd->subtype)
+		{
+			case AT_AddConstraint:
+				if (builds_index(cmd->def))
+					return true;
+				break;
+			case AT_AddColumn:
+				if (cmd->def == NULL || !IsA(cmd->def, ColumnDef))
+					break;
+				foreach(c, ((ColumnDef *) cmd->def)->constraints)
+				{
+					if (builds_index((Node *) lfirst(c)))
+						return true;
+				}
+				break;
+			case AT_AlterColumnType:
+				return true;
+			default:
+				break;
+		}
+	}
+	return false;
+}
+
 bool
-bulkhead_memreq_utility(Node *stmt, int maintenance_kb, int maintenance_workers,
-						BulkheadMemRequest *req)
+bulkhead_memreq_utility(Node *stmt, int context, int maintenance_kb,
+						int maintenance_workers, BulkheadMemRequest *req)
 {
 	switch (nodeTag(stmt))
 	{
 		case T_IndexStmt:
+			/* CREATE TABLE's own indexes: built on the table it makes, empty */
+			if (context == PROCESS_UTILITY_SUBCOMMAND)
+				return false;
+			break;
 		case T_ReindexStmt:
 #if PG_VERSION_NUM >= 190000
 		case T_RepackStmt:		/* CLUSTER and REPACK, 19 on */
@@ -384,6 +441,10 @@ bulkhead_memreq_utility(Node *stmt, int maintenance_kb, int maintenance_workers,
 		case T_VacuumStmt:
 			if (!((VacuumStmt *) stmt)->is_vacuumcmd)
 				return false;	/* ANALYZE alone */
+			break;
+		case T_AlterTableStmt:
+			if (!alter_builds_index((AlterTableStmt *) stmt))
+				return false;
 			break;
 		default:
 			return false;

@@ -71,11 +71,13 @@ extern void bulkhead_memreq_plan(const PlannedStmt *plan, int work_mem_kb,
 								 double hash_mult, BulkheadMemRequest *req);
 
 /*
- * The request of a utility statement: maintenance_work_mem x (1 + the
- * parallel maintenance workers) for CREATE INDEX, REINDEX, CLUSTER (and
- * 19's REPACK) and VACUUM; false, no request, for any other.
+ * The request of a utility statement (run in ProcessUtilityContext
+ * context): maintenance_work_mem x (1 + the parallel maintenance workers)
+ * for CREATE INDEX (but CREATE TABLE's own, on its empty table), REINDEX,
+ * CLUSTER (and 19's REPACK), VACUUM and an ALTER TABLE that builds or
+ * rebuilds an index; false, no request, for any other.
  */
-extern bool bulkhead_memreq_utility(Node *stmt, int maintenance_kb,
+extern bool bulkhead_memreq_utility(Node *stmt, int context, int maintenance_kb,
 									int maintenance_workers,
 									BulkheadMemRequest *req);
 

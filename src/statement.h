@@ -6,7 +6,7 @@
  *	  the statement its planning matched already, and the one EXECUTE or
  *	  EXPLAIN ANALYZE stands for.
  *
- * Backend-local state only.  Called by hooks.c.
+ * Backend-local state only.  Called by hooks.c and utility.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -14,10 +14,23 @@
 #define BULKHEAD_STATEMENT_H
 
 #include "base.h"
+#include "gate.h"
+#include "lanes.h"
 
 #include "executor/execdesc.h"
 #include "nodes/parsenodes.h"
 #include "nodes/plannodes.h"
+
+/*
+ * Has this statement statement rules to meet?  Only a client backend's
+ * (not a parallel worker's, a walsender's, a background worker's), and
+ * then one atomic read when the rule set has none.
+ */
+static inline bool
+bulkhead_lanes_here(void)
+{
+	return bulkhead_gate_applies() && bulkhead_lanes_apply();
+}
 
 /* Planner, executor and ProcessUtility calls under way (hooks.c counts) */
 extern int	bulkhead_nesting;
