@@ -509,5 +509,34 @@ CREATE VIEW @extschema@.bulkhead_history AS
     SELECT * FROM @extschema@.bulkhead_history()
      ORDER BY interval_start, workload;
 
--- as bulkhead_stats: any role may read it
+-- bulkhead_statements: what admission did per (queryid, workload), while
+-- bulkhead.track_statements is on; join pg_stat_statements on queryid for
+-- the text.
+CREATE FUNCTION @extschema@.bulkhead_statements(
+    OUT queryid bigint,
+    OUT workload text,
+    OUT calls bigint,
+    OUT waits bigint,
+    OUT wait_time_total_ms double precision,
+    OUT wait_time_max_ms double precision,
+    OUT rejected bigint,
+    OUT timed_out bigint,
+    OUT moved_in bigint,
+    OUT max_memory_requested bigint,
+    OUT shrunk bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'bulkhead_statements'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE VIEW @extschema@.bulkhead_statements AS
+    SELECT * FROM @extschema@.bulkhead_statements();
+
+CREATE FUNCTION @extschema@.bulkhead_statements_reset()
+RETURNS void
+AS 'MODULE_PATHNAME', 'bulkhead_statements_reset'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+-- as bulkhead_stats: any role may read, superusers (and whom they grant it) reset
 GRANT SELECT ON @extschema@.bulkhead_history TO PUBLIC;
+GRANT SELECT ON @extschema@.bulkhead_statements TO PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.bulkhead_statements_reset() FROM PUBLIC;

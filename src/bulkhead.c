@@ -22,6 +22,7 @@
 #include "local.h"
 #include "rules.h"
 #include "shmem.h"
+#include "statements.h"
 #include "statsfile.h"
 #include "worker.h"
 
@@ -54,6 +55,7 @@ bulkhead_shmem_request_hook(void)
 	bulkhead_rules_shmem_request();
 	bulkhead_grants_shmem_request();
 	bulkhead_history_shmem_request();
+	bulkhead_statements_shmem_request();
 }
 #endif
 
@@ -70,6 +72,7 @@ bulkhead_shmem_startup_hook(void)
 	/* and the history saved then too (1.4) */
 	if (bulkhead_history_shmem_startup())
 		bulkhead_history_restore();
+	bulkhead_statements_shmem_startup();
 
 	/* the postmaster saves the statistics and the history when it shuts down */
 	if (!IsUnderPostmaster)
@@ -91,6 +94,7 @@ _PG_init(void)
 	bulkhead_rules_init();
 	bulkhead_grants_init();
 	bulkhead_history_init();
+	bulkhead_statements_init();
 	bulkhead_adaptive_init();
 	bulkhead_cpus_init();
 
@@ -108,6 +112,7 @@ _PG_init(void)
 	bulkhead_rules_shmem_request();
 	bulkhead_grants_shmem_request();
 	bulkhead_history_shmem_request();
+	bulkhead_statements_shmem_request();
 #endif
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = bulkhead_shmem_startup_hook;

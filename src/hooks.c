@@ -43,7 +43,7 @@
  *
  * Owns no state of its own but the hooks' previous values.  Called by
  * bulkhead.c (init); calls gate.c, lanes.c, caps.c, memory.c, statement.c, rules.c,
- * local.c and follow.c.
+ * local.c, follow.c and statements.c (a statement's call, 1.4).
  *
  *-------------------------------------------------------------------------
  */
@@ -56,6 +56,7 @@
 #include "memory.h"
 #include "rules.h"
 #include "statement.h"
+#include "statements.h"
 
 #include "access/xact.h"
 #include "executor/executor.h"
@@ -315,6 +316,7 @@ hooks_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	bulkhead_caps_restore_pending();
 	bulkhead_local_follow_moves();
 	gate_executor_start(queryDesc, eflags);
+	bulkhead_statements_count_call(bulkhead_nesting == 0);	/* 1.4 */
 	bulkhead_caps_parallel_workers(queryDesc, &bulkhead_caps_in_force);
 	/* its memory grant (1.4), before the nodes that fix their limit here */
 	frame = bulkhead_caps_enter(bulkhead_memory_start(queryDesc, eflags,
@@ -517,6 +519,7 @@ hooks_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	bulkhead_caps_restore_pending();
 	bulkhead_local_follow_moves();
 	hold = gate_utility(stmt, queryString, context);
+	bulkhead_statements_count_call(top);	/* 1.4 */
 	/* its memory grant (1.4), held over its own commits until its end */
 	in_force = bulkhead_memory_utility_start(stmt, &bulkhead_caps_in_force);
 	caps = utility_caps(stmt, context, in_force);
