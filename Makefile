@@ -34,6 +34,7 @@ OBJS = \
 	src/memory.o \
 	src/memviews.o \
 	src/statements.o \
+	src/waitlog.o \
 	src/lanes.o \
 	src/gate.o \
 	src/statement.o \
@@ -66,7 +67,7 @@ FIXED_LOCALE = --encoding=UTF8 --no-locale
 # pg_regress: sql/<name>.sql against expected/<name>.out
 REGRESS = setup workload_table permits call_shapes failed_statement scopes guards \
 	guard_levels errors stats transparent bad_input privileges rules adaptive \
-	budgets holds lanes memory history statements
+	budgets holds lanes memory history statements waitlog
 REGRESS_OPTS = --temp-instance=./tmp_check_regress $(FIXED_LOCALE) \
 	--temp-config=$(srcdir)/test/regress.conf
 

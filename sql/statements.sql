@@ -60,6 +60,25 @@ SELECT count(*) AS entries, sum(calls) AS calls, max(calls) AS most_calls,
        count(*) FILTER (WHERE queryid = 0) AS without_queryid
   FROM bulkhead_statements WHERE workload = 'stmt';
 
+-- another session holds both: a rejection (53B01), a timeout without a
+-- wait (53B02, queue_timeout 0) and one after a wait of 50 ms
+SELECT * FROM dblink('other', $$SELECT bulkhead_acquire('stmt')::text, bulkhead_acquire('stmt_full')::text$$)
+    AS t(a text, b text);
+SELECT bulkhead_acquire('stmt_full');
+\echo :LAST_ERROR_SQLSTATE
+SELECT bulkhead_acquire('stmt');
+\echo :LAST_ERROR_SQLSTATE
+SELECT bulkhead_acquire('stmt', '50ms');
+\echo :LAST_ERROR_SQLSTATE
+-- a try_ function's false counts as well
+SELECT bulkhead_try_acquire('stmt_full');
+SELECT * FROM dblink('other', $$SELECT bulkhead_release_all()::text$$) AS t(n text);
+SELECT workload, calls, waits, wait_time_total_ms >= 50 AS waited_50ms,
+       wait_time_max_ms = wait_time_total_ms AS one_wait, rejected, timed_out,
+       moved_in, max_memory_requested, shrunk
+  FROM bulkhead_statements WHERE workload IN ('stmt', 'stmt_full') AND calls = 0
+ ORDER BY workload, waits, rejected, timed_out;
+
 -- the reset empties the table
 SELECT bulkhead_statements_reset();
 SELECT count(*) AS entries FROM bulkhead_statements;

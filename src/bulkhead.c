@@ -24,6 +24,7 @@
 #include "shmem.h"
 #include "statements.h"
 #include "statsfile.h"
+#include "waitlog.h"
 #include "worker.h"
 
 #include "fmgr.h"
@@ -56,6 +57,7 @@ bulkhead_shmem_request_hook(void)
 	bulkhead_grants_shmem_request();
 	bulkhead_history_shmem_request();
 	bulkhead_statements_shmem_request();
+	bulkhead_waitlog_shmem_request();
 }
 #endif
 
@@ -73,6 +75,7 @@ bulkhead_shmem_startup_hook(void)
 	if (bulkhead_history_shmem_startup())
 		bulkhead_history_restore();
 	bulkhead_statements_shmem_startup();
+	bulkhead_waitlog_shmem_startup();
 
 	/* the postmaster saves the statistics and the history when it shuts down */
 	if (!IsUnderPostmaster)
@@ -95,6 +98,7 @@ _PG_init(void)
 	bulkhead_grants_init();
 	bulkhead_history_init();
 	bulkhead_statements_init();
+	bulkhead_waitlog_init();
 	bulkhead_adaptive_init();
 	bulkhead_cpus_init();
 
@@ -113,6 +117,7 @@ _PG_init(void)
 	bulkhead_grants_shmem_request();
 	bulkhead_history_shmem_request();
 	bulkhead_statements_shmem_request();
+	bulkhead_waitlog_shmem_request();
 #endif
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = bulkhead_shmem_startup_hook;

@@ -5,7 +5,8 @@
  *	  configuration tables into shared memory (loader.c), frees the permits
  *	  of backends that are gone without releasing them (slot.c), and runs
  *	  the adaptive limits (adaptive.c); at the end of each interval it
- *	  samples the workloads for bulkhead_history (history.c).
+ *	  samples the workloads for bulkhead_history (history.c), and it logs
+ *	  what the wait log's rate limit suppressed (waitlog.c).
  *
  * The worker connects to bulkhead.database.  It reloads when a committed
  * change asks for it (shared->config_requested, bumped at commit by the
@@ -34,6 +35,7 @@
 #include "loader.h"
 #include "holds.h"
 #include "slot.h"
+#include "waitlog.h"
 
 #include "access/xlog.h"
 #include "miscadmin.h"
@@ -206,8 +208,9 @@ worker_turn(WorkerClock *clock)
 		clock->last_hold_check = now;
 		clock->holds = bulkhead_check_holds();
 	}
-	/* 1.4: the history's samples */
+	/* 1.4: the history's samples, the wait log's suppressed lines */
 	clock->history_ms = bulkhead_history_tick(now);
+	bulkhead_waitlog_tick(now);
 	adaptive = bulkhead_adaptive_sample();
 	if (adaptive &&
 		TimestampDifferenceExceeds(clock->last_decision, now, BULKHEAD_DECIDE_MS))
