@@ -31,9 +31,15 @@
  * that entries used long ago give way to those in use now.  The figures
  * are not kept across a restart.
  *
+ * A call costs one lock round trip on the table (shared), a hash lookup
+ * and the entry's spinlock; the key of each permit held (its workload's
+ * name) is kept per permit in backend-local memory while the permit is the
+ * same grant, so that the statements of a transaction after its first
+ * find it ready.
+ *
  * Owns BulkheadStatements and its table (statements.h says which lock
- * protects what) and the settings bulkhead.track_statements and
- * bulkhead.max_statements.  Called by hooks.c (calls), permit.c and
+ * protects what), the backend-local keys of its permits, and the settings
+ * bulkhead.track_statements and bulkhead.max_statements.  Called by hooks.c (calls), permit.c and
  * local.c (admission, through observe.h), bulkhead.c (init), memory.c
  * (grants) and PostgreSQL's function manager; calls shmem.c.
  *
@@ -42,6 +48,7 @@
 #include "statements.h"
 #include "shmem.h"
 
+#include "common/hashfn.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -52,6 +59,7 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
+#include "utils/memutils.h"
 #include "utils/tuplestore.h"	/* funcapi.h includes it only up to 18 */
 
 PG_FUNCTION_INFO_V1(bulkhead_statements);
@@ -65,10 +73,11 @@ int			bulkhead_max_statements = 5000;
 #define EVICT_PERCENT		5
 #define EVICT_MIN			10
 
-/* An entry's key: zero-padded, hashed as bytes */
+/* An entry's key: zero-padded, compared as bytes, hashed by key_hash */
 typedef struct StatementKey
 {
 	int64		queryid;
+	uint32		name_hash;		/* of workload: a function of it */
 	char		workload[NAMEDATALEN];
 } StatementKey;
 
@@ -103,6 +112,37 @@ typedef struct BulkheadStatements
 
 static BulkheadStatements *stmts = NULL;
 static HTAB *table = NULL;
+
+/*
+ * This backend's cache of the keys of its permits' workloads (queryid
+ * left out), one per permit entry: valid while the entry is the same grant
+ * (since) in the same slot, whose name cannot change while the entry
+ * points at it.  A transaction's automatic permit is a new grant: its
+ * first statement fills the key, the others of the transaction use it.
+ */
+typedef struct HeldKey
+{
+	TimestampTz since;			/* 0: nothing cached */
+	int			workload;
+	StatementKey key;
+} HeldKey;
+
+static HeldKey *held_keys = NULL;
+
+static uint32
+name_hash(const char *name)
+{
+	return hash_bytes((const unsigned char *) name, strlen(name));
+}
+
+static uint32
+key_hash(const void *key, Size keysize)
+{
+	const StatementKey *k = key;
+
+	return hash_combine(hash_bytes_uint32((uint32) k->queryid) ^
+						(uint32) ((uint64) k->queryid >> 32), k->name_hash);
+}
 
 /*---- Settings and shared memory ----*/
 
@@ -166,9 +206,10 @@ bulkhead_statements_shmem_startup(void)
 	memset(&info, 0, sizeof(info));
 	info.keysize = sizeof(StatementKey);
 	info.entrysize = sizeof(StatementEntry);
+	info.hash = key_hash;		/* keys are compared with memcmp */
 	table = ShmemInitHash("bulkhead statements table",
 						  bulkhead_max_statements, bulkhead_max_statements,
-						  &info, HASH_ELEM | HASH_BLOBS);
+						  &info, HASH_ELEM | HASH_FUNCTION);
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -231,23 +272,27 @@ add_counts(StatementEntry *e, const StatementCounts *c)
 	e->counts.shrunk += c->shrunk;
 }
 
+/* The key of (queryid, workload): zero-padded, with the name's hash */
+static void
+make_key(StatementKey *key, int64 queryid, const char *workload)
+{
+	memset(key, 0, sizeof(StatementKey));
+	key->queryid = queryid;
+	strlcpy(key->workload, workload, NAMEDATALEN);
+	key->name_hash = name_hash(key->workload);
+}
+
 /*
- * Count c in the entry of (queryid, workload), made if it is missing (and
- * room made for it).  Takes lock, shared or (to make the entry) exclusive;
- * never throws.
+ * Count c in the entry of key, made if it is missing (and room made for
+ * it).  Takes lock, shared or (to make the entry) exclusive; never throws.
  */
 static void
-count(int64 queryid, const char *workload, const StatementCounts *c)
+count(const StatementKey *key, const StatementCounts *c)
 {
-	StatementKey key;
 	StatementEntry *e;
 
-	memset(&key, 0, sizeof(key));
-	key.queryid = queryid;
-	strlcpy(key.workload, workload, NAMEDATALEN);
-
 	LWLockAcquire(stmts->lock, LW_SHARED);
-	e = hash_search(table, &key, HASH_FIND, NULL);
+	e = hash_search(table, key, HASH_FIND, NULL);
 	if (e != NULL)
 	{
 		SpinLockAcquire(&e->mutex);
@@ -259,14 +304,14 @@ count(int64 queryid, const char *workload, const StatementCounts *c)
 	LWLockRelease(stmts->lock);
 
 	LWLockAcquire(stmts->lock, LW_EXCLUSIVE);
-	e = hash_search(table, &key, HASH_FIND, NULL);
+	e = hash_search(table, key, HASH_FIND, NULL);
 	if (e == NULL)
 	{
 		bool		found;
 
 		if (hash_get_num_entries(table) >= stmts->max)
 			evict();
-		e = hash_search(table, &key, HASH_ENTER_NULL, &found);
+		e = hash_search(table, key, HASH_ENTER_NULL, &found);
 		if (e != NULL && !found)
 		{
 			SpinLockInit(&e->mutex);
@@ -290,27 +335,34 @@ counted_queryid(void)
 }
 
 /*
- * The name of the workload that entry (this backend's, granted) holds a
- * permit of, copied under the slot's lock: the worker may move a holder
- * to another workload meanwhile, so the entry is checked again under it.
+ * The key of the workload that entry (this backend's, granted) holds a
+ * permit of, into held.  The worker may move a holder to another workload
+ * (holds.c), under the slot locks, so the name is copied without a lock
+ * and kept only if the entry still is the same grant in the same slot
+ * after the copy: while the entry points at the slot, the slot keeps its
+ * name (shmem.h).
  */
 static bool
-held_workload(BulkheadEntry *entry, char *name)
+held_key(BulkheadEntry *entry, HeldKey *held)
 {
-	int			w = *((volatile int16 *) &entry->workload);
-	BulkheadSlot *slot;
-	bool		held;
+	volatile BulkheadEntry *v = entry;
+	int			w = v->workload;
+	TimestampTz since = v->since;
 
+	held->since = 0;
 	if (w < 0 || w >= bulkhead_shared->nslots)
 		return false;
-	slot = &bulkhead_shared->slots[w];
-	bulkhead_slot_lock(slot, LW_SHARED);
-	held = entry->workload == w && entry->state == BULKHEAD_ENTRY_GRANTED &&
-		slot->in_use;
-	if (held)
-		strlcpy(name, slot->name, NAMEDATALEN);
-	LWLockRelease(slot->lock);
-	return held;
+	pg_read_barrier();
+	memset(&held->key, 0, sizeof(StatementKey));
+	strlcpy(held->key.workload, bulkhead_shared->slots[w].name, NAMEDATALEN);
+	pg_read_barrier();
+	if (v->workload != w || v->since != since ||
+		v->state != BULKHEAD_ENTRY_GRANTED || held->key.workload[0] == '\0')
+		return false;
+	held->key.name_hash = name_hash(held->key.workload);
+	held->workload = w;
+	held->since = since;
+	return true;
 }
 
 void
@@ -323,16 +375,24 @@ bulkhead_statements_count_call_slow(void)
 
 	if (queryid == 0 || bulkhead_shared == NULL || MyProc == NULL)
 		return;
+	if (held_keys == NULL)
+		held_keys = MemoryContextAllocZero(TopMemoryContext,
+										   sizeof(HeldKey) * bulkhead_shared->permits_per_backend);
 	/* this backend's own entries: only it links or unlinks them */
 	entries = bulkhead_backend_entries(BULKHEAD_MY_PROCNO);
 	for (i = 0; i < bulkhead_shared->permits_per_backend; i++)
 	{
-		char		name[NAMEDATALEN];
+		BulkheadEntry *entry = &entries[i];
+		HeldKey    *held = &held_keys[i];
 
-		if (entries[i].state != BULKHEAD_ENTRY_GRANTED ||
-			entries[i].pid != MyProcPid || !held_workload(&entries[i], name))
+		if (entry->state != BULKHEAD_ENTRY_GRANTED || entry->pid != MyProcPid)
 			continue;
-		count(queryid, name, &one_call);
+		/* another grant, or moved by the worker: the key afresh */
+		if ((held->since != entry->since || held->workload != entry->workload) &&
+			!held_key(entry, held))
+			continue;
+		held->key.queryid = queryid;
+		count(&held->key, &one_call);
 	}
 }
 
@@ -341,6 +401,7 @@ bulkhead_statements_note_wait(const char *workload, int64 wait_us,
 							  bool timed_out, bool moved_in)
 {
 	StatementCounts c = {0};
+	StatementKey key;
 	int64		queryid = counted_queryid();
 
 	if (queryid == 0)
@@ -349,7 +410,8 @@ bulkhead_statements_note_wait(const char *workload, int64 wait_us,
 	c.wait_time_total_us = c.wait_time_max_us = Max(wait_us, 0);
 	c.timed_out = timed_out ? 1 : 0;
 	c.moved_in = moved_in ? 1 : 0;
-	count(queryid, workload, &c);
+	make_key(&key, queryid, workload);
+	count(&key, &c);
 }
 
 void
@@ -357,6 +419,7 @@ bulkhead_statements_note_admit(const char *workload, bool rejected,
 							   bool timed_out, bool moved_in)
 {
 	StatementCounts c = {0};
+	StatementKey key;
 	int64		queryid = counted_queryid();
 
 	if (queryid == 0)
@@ -364,13 +427,15 @@ bulkhead_statements_note_admit(const char *workload, bool rejected,
 	c.rejected = rejected ? 1 : 0;
 	c.timed_out = timed_out ? 1 : 0;
 	c.moved_in = moved_in ? 1 : 0;
-	count(queryid, workload, &c);
+	make_key(&key, queryid, workload);
+	count(&key, &c);
 }
 
 void
 bulkhead_statements_note_memory(int slotno, int64 requested, bool shrunk)
 {
 	StatementCounts c = {0};
+	StatementKey key;
 	int64		queryid = counted_queryid();
 	BulkheadSlot *slot;
 	char		name[NAMEDATALEN];
@@ -387,7 +452,8 @@ bulkhead_statements_note_memory(int slotno, int64 requested, bool shrunk)
 		return;
 	c.max_memory_requested = Max(requested, 0);
 	c.shrunk = shrunk ? 1 : 0;
-	count(queryid, name, &c);
+	make_key(&key, queryid, name);
+	count(&key, &c);
 }
 
 /*---- The view and the reset ----*/
