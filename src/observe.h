@@ -51,12 +51,15 @@ static inline void
 bulkhead_observe_admit(const char *workload, BulkheadAdmit outcome,
 					   bool moved, bool raised)
 {
-	bool		rejected = outcome == BULKHEAD_ADMIT_FULL ||
-		outcome == BULKHEAD_ADMIT_KEY_FULL;
-	bool		zero_wait = outcome == BULKHEAD_ADMIT_ZERO_WAIT;
+	bool		rejected;
+	bool		zero_wait;
 
-	if (likely(!rejected && !zero_wait &&
-			   !(moved && outcome == BULKHEAD_ADMIT_GRANTED)))
+	/* the fast path: an immediate grant, no move */
+	if (likely(outcome == BULKHEAD_ADMIT_GRANTED) && likely(!moved))
+		return;
+	rejected = outcome == BULKHEAD_ADMIT_FULL || outcome == BULKHEAD_ADMIT_KEY_FULL;
+	zero_wait = outcome == BULKHEAD_ADMIT_ZERO_WAIT;
+	if (!rejected && !zero_wait && outcome != BULKHEAD_ADMIT_GRANTED)
 		return;
 	bulkhead_statements_note_admit(workload, rejected, zero_wait,
 								   outcome == BULKHEAD_ADMIT_GRANTED);
