@@ -212,9 +212,6 @@ bulkhead_wait_cleanup(void)
 	drained = bulkhead_slot_cancel_wait(slot, entry, &wakeups);
 	LWLockRelease(slot->lock);
 	bulkhead_wake(&wakeups);
-	/* what it did (1.4): a wait cancelled; counting and logging never throw */
-	bulkhead_observe_wait(name, BULKHEAD_WAIT_CANCELLED,
-						  GetCurrentTimestamp() - queued_at, false, false);
 
 	my_wait_index = -1;
 	/* the proof is the workload's it waited in, wherever the grant went */
@@ -222,6 +219,14 @@ bulkhead_wait_cleanup(void)
 	my_wait_slot = -1;
 	if (drained)
 		bulkhead_request_reload();
+
+	/*
+	 * What it did (1.4): a wait cancelled.  Last, once the wait is over:
+	 * nothing here can be thrown but an out-of-memory while a log line is
+	 * formatted, and that leaves nothing to clean up again.
+	 */
+	bulkhead_observe_wait(name, BULKHEAD_WAIT_CANCELLED,
+						  GetCurrentTimestamp() - queued_at, false, false);
 }
 
 /*
@@ -255,15 +260,16 @@ bulkhead_end_wait_deadlocked(uint64 holders_stamp)
 
 	if (ended)
 	{
-		/* what it did (1.4): the caller raises 40P01 */
-		bulkhead_observe_wait(name, BULKHEAD_WAIT_DEADLOCK,
-							  GetCurrentTimestamp() - queued_at, false, true);
 		my_wait_index = -1;
 		my_wait_slot = -1;
 		bulkhead_proof_wait_over(slotno);
 	}
 	if (drained)
 		bulkhead_request_reload();
+	/* what it did (1.4), once the wait is over: the caller raises 40P01 */
+	if (ended)
+		bulkhead_observe_wait(name, BULKHEAD_WAIT_DEADLOCK,
+							  GetCurrentTimestamp() - queued_at, false, true);
 	return ended;
 }
 
