@@ -36,6 +36,8 @@ OBJS = \
 	src/grantstate.o \
 	src/memory.o \
 	src/memviews.o \
+	src/statements.o \
+	src/waitlog.o \
 	src/lanes.o \
 	src/gate.o \
 	src/statement.o \
@@ -50,6 +52,7 @@ OBJS = \
 	src/holders.o \
 	src/adaptive.o \
 	src/holds.o \
+	src/history.o \
 	src/worker.o
 DATA = sql/bulkhead--1.0.sql sql/bulkhead--1.1.sql sql/bulkhead--1.0--1.1.sql \
 	sql/bulkhead--1.2.sql sql/bulkhead--1.1--1.2.sql \
@@ -68,7 +71,7 @@ FIXED_LOCALE = --encoding=UTF8 --no-locale
 # pg_regress: sql/<name>.sql against expected/<name>.out
 REGRESS = setup workload_table permits call_shapes failed_statement scopes guards \
 	guard_levels errors stats transparent bad_input privileges rules adaptive \
-	budgets holds lanes memory
+	budgets holds lanes memory history statements waitlog
 REGRESS_OPTS = --temp-instance=./tmp_check_regress $(FIXED_LOCALE) \
 	--temp-config=$(srcdir)/test/regress.conf
 

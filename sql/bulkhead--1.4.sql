@@ -477,3 +477,66 @@ CREATE FUNCTION @extschema@.bulkhead_rule_evaluations()
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'bulkhead_rule_evaluations'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+-- 1.4 (issue 42): what admission did.
+--
+-- bulkhead_history: a row per workload per interval (bulkhead.history_interval),
+-- the last bulkhead.history_length intervals, oldest first: what happened
+-- during the interval (counts), the p99 of the waits and holds that ended in
+-- it, and the highest counts and memory granted it saw.
+CREATE FUNCTION @extschema@.bulkhead_history(
+    OUT workload text,
+    OUT interval_start timestamptz,
+    OUT interval_end timestamptz,
+    OUT acquired bigint,
+    OUT released bigint,
+    OUT rejected_full bigint,
+    OUT timed_out bigint,
+    OUT cancelled bigint,
+    OUT moved_in bigint,
+    OUT moved_out bigint,
+    OUT wait_p99_ms double precision,
+    OUT hold_p99_ms double precision,
+    OUT peak_running integer,
+    OUT peak_queued integer,
+    OUT peak_memory_granted bigint,
+    OUT memory_waits bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'bulkhead_history'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE VIEW @extschema@.bulkhead_history AS
+    SELECT * FROM @extschema@.bulkhead_history()
+     ORDER BY interval_start, workload;
+
+-- bulkhead_statements: what admission did per (queryid, workload), while
+-- bulkhead.track_statements is on; join pg_stat_statements on queryid for
+-- the text.
+CREATE FUNCTION @extschema@.bulkhead_statements(
+    OUT queryid bigint,
+    OUT workload text,
+    OUT calls bigint,
+    OUT waits bigint,
+    OUT wait_time_total_ms double precision,
+    OUT wait_time_max_ms double precision,
+    OUT rejected bigint,
+    OUT timed_out bigint,
+    OUT moved_in bigint,
+    OUT max_memory_requested bigint,
+    OUT shrunk bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'bulkhead_statements'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE VIEW @extschema@.bulkhead_statements AS
+    SELECT * FROM @extschema@.bulkhead_statements();
+
+CREATE FUNCTION @extschema@.bulkhead_statements_reset()
+RETURNS void
+AS 'MODULE_PATHNAME', 'bulkhead_statements_reset'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+-- as bulkhead_stats: any role may read, superusers (and whom they grant it) reset
+GRANT SELECT ON @extschema@.bulkhead_history TO PUBLIC;
+GRANT SELECT ON @extschema@.bulkhead_statements TO PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.bulkhead_statements_reset() FROM PUBLIC;

@@ -192,6 +192,8 @@ propagate(BulkheadSlot *slot, int drunning, int dsub, bool grant,
 			slot->granted_at = now;
 		if (slot->running > slot->stats.peak_running)
 			slot->stats.peak_running = slot->running;
+		if (slot->running > slot->sample_peak_running)
+			slot->sample_peak_running = slot->running;
 	}
 }
 
@@ -212,6 +214,8 @@ bulkhead_budget_adjust(BulkheadSlot *slot, int drunning, int dqueued,
 	slot->queued += dqueued;
 	if (slot->queued > slot->stats.peak_queued)
 		slot->stats.peak_queued = slot->queued;
+	if (slot->queued > slot->sample_peak_queued)
+		slot->sample_peak_queued = slot->queued;
 	propagate(slot, drunning, dqueued, drunning > 0, now);
 	for (budget = parent_of(slot); count && drunning != 0 && budget != NULL;
 		 budget = parent_of(budget))

@@ -17,11 +17,14 @@
 #include "cpus.h"
 #include "functions.h"
 #include "grants.h"
+#include "history.h"
 #include "hooks.h"
 #include "local.h"
 #include "rules.h"
 #include "shmem.h"
+#include "statements.h"
 #include "statsfile.h"
+#include "waitlog.h"
 #include "worker.h"
 
 #include "fmgr.h"
@@ -52,6 +55,9 @@ bulkhead_shmem_request_hook(void)
 	bulkhead_shmem_request();
 	bulkhead_rules_shmem_request();
 	bulkhead_grants_shmem_request();
+	bulkhead_history_shmem_request();
+	bulkhead_statements_shmem_request();
+	bulkhead_waitlog_shmem_request();
 }
 #endif
 
@@ -65,10 +71,18 @@ bulkhead_shmem_startup_hook(void)
 		bulkhead_statsfile_restore();
 	bulkhead_rules_shmem_startup();
 	bulkhead_grants_shmem_startup();
+	/* and the history saved then too (1.4) */
+	if (bulkhead_history_shmem_startup())
+		bulkhead_history_restore();
+	bulkhead_statements_shmem_startup();
+	bulkhead_waitlog_shmem_startup();
 
-	/* the postmaster saves the statistics when it shuts down */
+	/* the postmaster saves the statistics and the history when it shuts down */
 	if (!IsUnderPostmaster)
+	{
 		on_shmem_exit(bulkhead_statsfile_save, (Datum) 0);
+		on_shmem_exit(bulkhead_history_save, (Datum) 0);
+	}
 }
 
 /* Each module defines its settings and installs its hooks and callbacks */
@@ -82,6 +96,9 @@ _PG_init(void)
 	bulkhead_functions_init();
 	bulkhead_rules_init();
 	bulkhead_grants_init();
+	bulkhead_history_init();
+	bulkhead_statements_init();
+	bulkhead_waitlog_init();
 	bulkhead_adaptive_init();
 	bulkhead_cpus_init();
 
@@ -98,6 +115,9 @@ _PG_init(void)
 	bulkhead_shmem_request();
 	bulkhead_rules_shmem_request();
 	bulkhead_grants_shmem_request();
+	bulkhead_history_shmem_request();
+	bulkhead_statements_shmem_request();
+	bulkhead_waitlog_shmem_request();
 #endif
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = bulkhead_shmem_startup_hook;

@@ -398,6 +398,7 @@ bulkhead_grants_acquire(int slotno, const BulkheadMemRequest *req,
 		my_wait = true;
 		waits = true;
 		outcome->waited = true;
+		outcome->queued = true;
 	}
 	if (outcome->shrunk && !waits)
 		bulkhead_grants_shared->shrunk++;

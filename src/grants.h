@@ -54,6 +54,7 @@ typedef struct BulkheadGrantOutcome
 	int			setting_kb;		/* the setting to run with (lowered when
 								 * shrunk) */
 	bool		waited;			/* it waited (shadow: would have) */
+	bool		queued;			/* it waited in the queue (not shadow) */
 	bool		shrunk;			/* it runs with less than it requested */
 	int64		wait_us;		/* how long it waited */
 } BulkheadGrantOutcome;

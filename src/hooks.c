@@ -44,7 +44,8 @@
  *
  * Owns no state of its own but the hooks' previous values.  Called by
  * bulkhead.c (init); calls gate.c, lanes.c, caps.c, memory.c, statement.c,
- * rules.c, local.c, follow.c and utility.c (init).
+ * rules.c, local.c, follow.c, statements.c (a statement's call, 1.4) and
+ * utility.c (init).
  *
  *-------------------------------------------------------------------------
  */
@@ -57,6 +58,7 @@
 #include "memory.h"
 #include "rules.h"
 #include "statement.h"
+#include "statements.h"
 #include "utility.h"
 
 #include "access/xact.h"
@@ -343,6 +345,7 @@ hooks_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	bulkhead_caps_restore_pending();
 	bulkhead_local_follow_moves();
 	gate_executor_start(queryDesc, eflags);
+	bulkhead_statements_count_call(bulkhead_nesting == 0);	/* 1.4 */
 	bulkhead_caps_parallel_workers(queryDesc, &bulkhead_caps_in_force);
 	frame = caps_for_phase(&bulkhead_caps_in_force, executor_top());
 	/* its memory grant (1.4), before the nodes that fix their limit here */

@@ -18,13 +18,16 @@
  * Owns backend-local state only (bulkhead_local[], bulkhead_nheld, the
  * wait index, keep_auto_over_commits); the shared entries are changed
  * through slot.c.  Called by permit.c, functions.c, gate.c and bulkhead.c
- * (init); calls slot.c, guard.c, deadlock.c and proof.c.
+ * (init); calls slot.c, guard.c, deadlock.c and proof.c, and tells
+ * bulkhead_statements and the wait log of a wait ended by an error or a
+ * deadlock (observe.h).
  *
  *-------------------------------------------------------------------------
  */
 #include "local.h"
 #include "caps.h"
 #include "deadlock.h"
+#include "observe.h"
 #include "proof.h"
 #include "guard.h"
 #include "slot.h"
@@ -196,12 +199,16 @@ bulkhead_wait_cleanup(void)
 	int			slotno;
 	BulkheadWakeups wakeups = {0};
 	bool		drained;
+	TimestampTz queued_at;
+	char		name[NAMEDATALEN];
 
 	if (my_wait_index < 0)
 		return;
 	entry = bulkhead_my_entry(my_wait_index);
 	/* a grant just made may have been moved already */
 	slot = bulkhead_lock_entry_slot(entry, &slotno);
+	queued_at = entry->queued_at;
+	strlcpy(name, slot->name, NAMEDATALEN);
 	drained = bulkhead_slot_cancel_wait(slot, entry, &wakeups);
 	LWLockRelease(slot->lock);
 	bulkhead_wake(&wakeups);
@@ -212,6 +219,14 @@ bulkhead_wait_cleanup(void)
 	my_wait_slot = -1;
 	if (drained)
 		bulkhead_request_reload();
+
+	/*
+	 * What it did (1.4): a wait cancelled.  Last, once the wait is over:
+	 * nothing here can be thrown but an out-of-memory while a log line is
+	 * formatted, and that leaves nothing to clean up again.
+	 */
+	bulkhead_observe_wait(name, BULKHEAD_WAIT_CANCELLED,
+						  GetCurrentTimestamp() - queued_at, false, false);
 }
 
 /*
@@ -229,11 +244,15 @@ bulkhead_end_wait_deadlocked(uint64 holders_stamp)
 	BulkheadWakeups wakeups = {0};
 	bool		ended;
 	bool		drained;
+	TimestampTz queued_at;
+	char		name[NAMEDATALEN];
 
 	if (my_wait_index < 0)
 		return false;
 	entry = bulkhead_my_entry(my_wait_index);
 	slot = bulkhead_lock_entry_slot(entry, &slotno);
+	queued_at = entry->queued_at;
+	strlcpy(name, slot->name, NAMEDATALEN);
 	ended = bulkhead_slot_end_wait_deadlocked(slot, entry, holders_stamp,
 											  &wakeups, &drained);
 	LWLockRelease(slot->lock);
@@ -247,6 +266,10 @@ bulkhead_end_wait_deadlocked(uint64 holders_stamp)
 	}
 	if (drained)
 		bulkhead_request_reload();
+	/* what it did (1.4), once the wait is over: the caller raises 40P01 */
+	if (ended)
+		bulkhead_observe_wait(name, BULKHEAD_WAIT_DEADLOCK,
+							  GetCurrentTimestamp() - queued_at, false, true);
 	return ended;
 }
 

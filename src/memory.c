@@ -39,8 +39,8 @@
  * ended by an error is cleaned up by grants.c.
  *
  * Owns backend-local state only: held[], the grants this backend holds.
- * Called by hooks.c and bulkhead.c; calls grants.c, memreq.c, local.c and
- * caps.c.
+ * Called by hooks.c and bulkhead.c; calls grants.c, memreq.c, local.c,
+ * caps.c, and statements.c and waitlog.c (what a grant met, 1.4).
  *
  *-------------------------------------------------------------------------
  */
@@ -49,6 +49,8 @@
 #include "grants.h"
 #include "local.h"
 #include "memreq.h"
+#include "statements.h"
+#include "waitlog.h"
 
 #include "access/parallel.h"
 #include "access/xact.h"
@@ -191,6 +193,10 @@ grant(const void *owner, bool utility, int slotno, const BulkheadMemRequest *req
 	h->pins.value[cap_a] = outcome.setting_kb;
 	h->pins.value[cap_b] = b;
 	bulkhead_memory_nheld++;
+	/* what it met (1.4, issue 42), once the grant is held and recorded */
+	bulkhead_statements_note_memory(slotno, h->requested, h->shrunk);
+	if (outcome.queued)
+		bulkhead_waitlog_memory(slotno, outcome.wait_us, h->shrunk);
 	return &h->pins;
 }
 

@@ -15,7 +15,8 @@
  *
  * Owns no shared state: it changes slots through slot.c and this backend's
  * permits through local.c; disclose.c says whether a budget's children may
- * be named to the caller.  Called by functions.c and gate.c.
+ * be named to the caller; what an acquire did is told to bulkhead_statements
+ * and the wait log (observe.h).  Called by functions.c and gate.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -29,6 +30,7 @@
 #include "slot.h"
 #include "budget.h"
 #include "keys.h"
+#include "observe.h"
 
 #include <math.h>
 
@@ -176,10 +178,7 @@ report_full(const char *name, int limit, const BulkheadConfig *config)
 			 errhint("Retry later with backoff, or shed this work.")));
 }
 
-/*
- * The children of a budget that a caller asked a permit of, for the hint
- * (filled under the slot lock by admit)
- */
+/* A budget's children asked a permit of, for the hint (filled by admit) */
 static char budget_children[4 * (NAMEDATALEN + 4) + 8];
 
 static void
@@ -366,6 +365,7 @@ wait_for_permit(BulkheadSlot *slot, int slotno, int li, BulkheadScope scope,
 				bulkhead_set_wait_index(-1, -1);
 				LWLockRelease(slot->lock);
 				bulkhead_proof_wait_over(slotno);
+				bulkhead_observe_granted(name, now - queued_at, moved_from != NULL);
 				bulkhead_apply_guards(&bulkhead_local[li]);
 				return true;
 			}
@@ -375,6 +375,7 @@ wait_for_permit(BulkheadSlot *slot, int slotno, int li, BulkheadScope scope,
 				bulkhead_set_wait_index(-1, -1);
 				LWLockRelease(slot->lock);
 				bulkhead_proof_wait_over(slotno);
+				bulkhead_observe_timed_out(name, now - queued_at, !try_only);
 				if (try_only)
 					return false;
 				report_timeout(name, timeout_us);
@@ -526,7 +527,7 @@ bulkhead_acquire_permit(const char *name, const char *key, int64 timeout_us,
 {
 	BulkheadConfig config;
 	BulkheadAdmit outcome;
-	TimestampTz now;
+	TimestampTz now = 0;
 	bool		roles_checked = false;
 	bool		keys_freed = false;
 	int			limit;
@@ -558,6 +559,10 @@ bulkhead_acquire_permit(const char *name, const char *key, int64 timeout_us,
 		roles_checked = true;
 	}
 
+	bulkhead_observe_admit(name, outcome, moved_from != NULL, !try_only);
+	if (try_only && (outcome == BULKHEAD_ADMIT_FULL || outcome == BULKHEAD_ADMIT_ZERO_WAIT ||
+					 outcome == BULKHEAD_ADMIT_KEY_FULL))
+		return false;
 	switch (outcome)
 	{
 		case BULKHEAD_ADMIT_GRANTED:
@@ -565,18 +570,12 @@ bulkhead_acquire_permit(const char *name, const char *key, int64 timeout_us,
 				bulkhead_apply_guards(&bulkhead_local[li]);
 			return true;
 		case BULKHEAD_ADMIT_FULL:
-			if (try_only)
-				return false;
 			report_full(name, limit, &config);
 			break;
 		case BULKHEAD_ADMIT_ZERO_WAIT:
-			if (try_only)
-				return false;
 			report_timeout(name, 0);
 			break;
 		case BULKHEAD_ADMIT_KEY_FULL:
-			if (try_only)
-				return false;
 			report_key_full(name, key, &config);
 			break;
 		case BULKHEAD_ADMIT_NO_KEY_ROOM:

@@ -16,6 +16,9 @@
  *   slot: running, queued, holders, waiters   slot->lock        slot.c
  *   slot: stats                               slot->lock        slot.c, and
  *         rejections at admission                               admit.c
+ *   slot: sample_peak_running, _queued        slot->lock        slot.c (a
+ *         (1.4: highest since the history's last sample)        budget's:
+ *                                                               budget.c)
  *   slot: dl_holders ... dl_prover            slot->lock        proof.c
  *   slot: lock (the lock in force)            see below         budget.c
  *   slot: parent, first_child, next_sibling   slot->lock        budget.c
@@ -303,7 +306,42 @@ typedef struct BulkheadSlot
 	int32		first_key;		/* its keys in use, linked by next */
 	BulkheadKeyGroup nokey;		/* while keyed: its callers without a key */
 	double		key_floor;		/* service of the last group that went idle */
+
+	/*
+	 * History (1.4), protected by lock: the highest running and queued since
+	 * the worker's last sample (history.c), raised with the statistics'
+	 * peaks (bulkhead_slot_running_up, bulkhead_slot_queued_up), read and
+	 * started again from the counts of the moment by
+	 * bulkhead_slot_take_peaks (slot.c).
+	 */
+	int			sample_peak_running;
+	int			sample_peak_queued;
 } BulkheadSlot;
+
+/*
+ * running (queued) of slot rose by one: the peaks follow, bulkhead_stats'
+ * and the history's.  Caller holds slot->lock exclusively; slot.c's (and
+ * budget.c's, for a budget's counts).
+ */
+static inline void
+bulkhead_slot_running_up(BulkheadSlot *slot)
+{
+	slot->running++;
+	if (slot->running > slot->stats.peak_running)
+		slot->stats.peak_running = slot->running;
+	if (slot->running > slot->sample_peak_running)
+		slot->sample_peak_running = slot->running;
+}
+
+static inline void
+bulkhead_slot_queued_up(BulkheadSlot *slot)
+{
+	slot->queued++;
+	if (slot->queued > slot->stats.peak_queued)
+		slot->stats.peak_queued = slot->queued;
+	if (slot->queued > slot->sample_peak_queued)
+		slot->sample_peak_queued = slot->queued;
+}
 
 /*
  * One permit held or awaited by one backend; see the header for locking.

@@ -26,9 +26,9 @@
  * Called by admit.c (linking an admitted entry), local.c and permit.c (a
  * backend's own permits), waitgraph.c (holders stamp), proof.c (waking
  * waiters), loader.c and adaptive.c (definitions and limits), worker.c
- * (the reaper), views.c (stats reset), statsfile.c (restore) and grants.c
- * (memory grants' figures); calls
- * stats.c, budget.c, blockers.c and keys.c.
+ * (the reaper), views.c (stats reset), statsfile.c (restore), grants.c
+ * (memory grants' figures) and history.c (peaks); calls stats.c, budget.c,
+ * blockers.c and keys.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -70,9 +70,7 @@ grant_next(BulkheadSlot *slot, TimestampTz now, BulkheadWakeups *wakeups)
 	else
 	{
 		slot->queued--;
-		slot->running++;
-		if (slot->running > slot->stats.peak_running)
-			slot->stats.peak_running = slot->running;
+		bulkhead_slot_running_up(slot);
 	}
 	/* the state is set before the latch (see latch.h) */
 	if (wakeups != NULL && wakeups->n < BULKHEAD_WAKE_BATCH)
@@ -231,12 +229,9 @@ bulkhead_slot_link_slow(BulkheadSlot *slot, BulkheadEntry *entry, int32 k,
 		bulkhead_budget_adjust(slot, granted ? 1 : 0, granted ? 0 : 1, true,
 							   now);
 	else if (granted)
-	{
-		if (++slot->running > slot->stats.peak_running)
-			slot->stats.peak_running = slot->running;
-	}
-	else if (++slot->queued > slot->stats.peak_queued)
-		slot->stats.peak_queued = slot->queued;
+		bulkhead_slot_running_up(slot);
+	else
+		bulkhead_slot_queued_up(slot);
 }
 
 /* entry was just granted (at once or after a wait): count it */
@@ -416,8 +411,8 @@ bulkhead_slot_move(BulkheadSlot *from, BulkheadSlot *to, int tono,
 		bulkhead_keys_link(to, entry, BULKHEAD_NO_KEY, true, now);
 	if (bulkhead_in_tree(to))
 		bulkhead_budget_adjust(to, 1, 0, false, now);
-	else if (++to->running > to->stats.peak_running)
-		to->stats.peak_running = to->running;
+	else
+		bulkhead_slot_running_up(to);
 	entry->workload = (int16) tono;
 	moved->since = entry->since;
 	strlcpy(moved->from, from->name, NAMEDATALEN);
@@ -477,6 +472,7 @@ bulkhead_slot_define(BulkheadSlot *slot, const char *name,
 		slot->in_use = true;
 		strlcpy(slot->name, name, NAMEDATALEN);
 		bulkhead_stats_clear(&slot->stats);
+		slot->sample_peak_running = slot->sample_peak_queued = 0;
 	}
 	else if (!slot->defined && !slot->restored &&
 			 slot->running == 0 && slot->queued == 0)
@@ -591,4 +587,14 @@ bulkhead_slot_restore(BulkheadSlot *slot, const char *name,
 	slot->restored = true;
 	strlcpy(slot->name, name, NAMEDATALEN);
 	slot->stats = *stats;
+}
+
+/* The history's sample (the worker): the peaks since the last, then now's */
+void
+bulkhead_slot_take_peaks(BulkheadSlot *slot, int *running, int *queued)
+{
+	*running = slot->sample_peak_running;
+	*queued = slot->sample_peak_queued;
+	slot->sample_peak_running = slot->running;
+	slot->sample_peak_queued = slot->queued;
 }

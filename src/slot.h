@@ -13,7 +13,8 @@
  * Called by admit.c (linking an admitted entry), local.c and permit.c (a
  * backend's own permits), waitgraph.c (holders stamp), proof.c (waking
  * waiters), loader.c and adaptive.c (definitions and limits), worker.c
- * (the reaper), views.c (stats reset), statsfile.c (restore).
+ * (the reaper), views.c (stats reset), statsfile.c (restore), history.c
+ * (the peaks of an interval).
  *
  *-------------------------------------------------------------------------
  */
@@ -93,6 +94,9 @@ extern void bulkhead_slot_count_memory(BulkheadSlot *slot, bool began,
 extern int	bulkhead_slot_reap(BulkheadSlot *slot);
 extern void bulkhead_slot_restore(BulkheadSlot *slot, const char *name,
 								  const BulkheadStats *stats);
+/* The history's sample (history.c): the peaks since the last one */
+extern void bulkhead_slot_take_peaks(BulkheadSlot *slot, int *running,
+									 int *queued);
 
 /*
  * entry, free, starts holding or waiting (of key k: keyed slots only).
@@ -117,16 +121,12 @@ bulkhead_slot_link(BulkheadSlot *slot, int slotno, BulkheadEntry *entry,
 	else if (state == BULKHEAD_ENTRY_GRANTED)
 	{
 		entry_list_push_tail(&slot->holders, entry);
-		slot->running++;
-		if (slot->running > slot->stats.peak_running)
-			slot->stats.peak_running = slot->running;
+		bulkhead_slot_running_up(slot);
 	}
 	else
 	{
 		entry_list_push_tail(&slot->waiters, entry);
-		slot->queued++;
-		if (slot->queued > slot->stats.peak_queued)
-			slot->stats.peak_queued = slot->queued;
+		bulkhead_slot_queued_up(slot);
 	}
 }
 

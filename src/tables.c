@@ -175,7 +175,11 @@ static const struct
 };
 
 #define NUM_WORKLOAD_COLUMNS	((int) lengthof(workload_columns))
-#define NUM_1_0_COLUMNS			(NUM_WORKLOAD_COLUMNS - 14)
+/* where each version's columns begin in workload_columns[] */
+#define FIRST_1_1_COLUMN		9	/* adaptive */
+#define FIRST_1_2_COLUMN		11	/* parent */
+#define FIRST_1_3_COLUMN		20	/* settings */
+#define NUM_1_0_COLUMNS			FIRST_1_1_COLUMN
 
 /*
  * Has the extension's table the columns of 1.1's adaptive limit?  An
@@ -188,6 +192,9 @@ check_workload_columns(Oid relid)
 	bool		adaptive;
 	int			i;
 
+	Assert(strcmp(workload_columns[FIRST_1_1_COLUMN].name, "adaptive") == 0);
+	Assert(strcmp(workload_columns[FIRST_1_2_COLUMN].name, "parent") == 0);
+	Assert(strcmp(workload_columns[FIRST_1_3_COLUMN].name, "settings") == 0);
 	for (i = 0; i < NUM_1_0_COLUMNS; i++)
 		(void) bulkhead_check_column(relid, workload_columns[i].name,
 									 workload_columns[i].type, false);
@@ -210,7 +217,7 @@ check_1_2_columns(Oid relid)
 
 	if (!bulkhead_check_column(relid, "parent", TEXTOID, true))
 		return false;
-	for (i = NUM_WORKLOAD_COLUMNS - 9; i < NUM_WORKLOAD_COLUMNS - 1; i++)
+	for (i = FIRST_1_2_COLUMN + 1; i < FIRST_1_3_COLUMN; i++)
 		(void) bulkhead_check_column(relid, workload_columns[i].name,
 									 workload_columns[i].type, false);
 	return true;

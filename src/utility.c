@@ -14,7 +14,7 @@
  *
  * Owns no state of its own but the hook's previous value.  Called by
  * hooks.c (init); calls gate.c, lanes.c, caps.c, memory.c, statement.c,
- * local.c and follow.c.
+ * local.c, follow.c and statements.c (a statement's call, 1.4).
  *
  *-------------------------------------------------------------------------
  */
@@ -26,6 +26,7 @@
 #include "local.h"
 #include "memory.h"
 #include "statement.h"
+#include "statements.h"
 
 #include "access/xact.h"
 #include "nodes/parsenodes.h"
@@ -195,6 +196,7 @@ utility_hook(PlannedStmt *pstmt, const char *queryString,
 	bulkhead_caps_restore_pending();
 	bulkhead_local_follow_moves();
 	hold = gate_utility(stmt, queryString, context);
+	bulkhead_statements_count_call(top);	/* 1.4 */
 	/* its memory grant (1.4), held over its own commits until its end */
 	pins = bulkhead_memory_utility_start(stmt, context);
 	if (pins != NULL)

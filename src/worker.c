@@ -4,7 +4,9 @@
  *	  The "bulkhead" background worker's main loop: it loads the
  *	  configuration tables into shared memory (loader.c), frees the permits
  *	  of backends that are gone without releasing them (slot.c), and runs
- *	  the adaptive limits (adaptive.c).
+ *	  the adaptive limits (adaptive.c); at the end of each interval it
+ *	  samples the workloads for bulkhead_history (history.c), and it logs
+ *	  what the wait log's rate limit suppressed (waitlog.c).
  *
  * The worker connects to bulkhead.database.  It reloads when a committed
  * change asks for it (shared->config_requested, bumped at commit by the
@@ -29,9 +31,11 @@
 #include "worker.h"
 #include "adaptive.h"
 #include "grants.h"
+#include "history.h"
 #include "loader.h"
 #include "holds.h"
 #include "slot.h"
+#include "waitlog.h"
 
 #include "access/xlog.h"
 #include "miscadmin.h"
@@ -164,6 +168,7 @@ typedef struct WorkerClock
 	TimestampTz last_decision;
 	TimestampTz last_hold_check;
 	bool		holds;			/* a workload has a max_hold */
+	long		history_ms;		/* until the history's next interval ends */
 } WorkerClock;
 
 /* One turn of the loop; returns whether an adaptive workload is defined */
@@ -203,6 +208,9 @@ worker_turn(WorkerClock *clock)
 		clock->last_hold_check = now;
 		clock->holds = bulkhead_check_holds();
 	}
+	/* 1.4: the history's samples, the wait log's suppressed lines */
+	clock->history_ms = bulkhead_history_tick(now);
+	bulkhead_waitlog_tick(now);
 	adaptive = bulkhead_adaptive_sample();
 	if (adaptive &&
 		TimestampDifferenceExceeds(clock->last_decision, now, BULKHEAD_DECIDE_MS))
@@ -233,11 +241,11 @@ bulkhead_worker_main(Datum arg)
 	for (;;)
 	{
 		bool		adaptive = worker_turn(&clock);
+		long		timeout = adaptive ? BULKHEAD_SAMPLE_MS :
+			clock.holds ? BULKHEAD_HOLD_CHECK_MS : BULKHEAD_TICK_MS;
 
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 adaptive ? BULKHEAD_SAMPLE_MS :
-						 clock.holds ? BULKHEAD_HOLD_CHECK_MS : BULKHEAD_TICK_MS,
-						 PG_WAIT_EXTENSION);
+						 Min(timeout, clock.history_ms), PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 

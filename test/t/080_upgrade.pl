@@ -189,6 +189,15 @@ is($node->safe_psql('postgres', q{
 		       (SELECT count(*) FROM my_stats), (SELECT count(*) FROM my_activity)}),
 	'f|t|f|t|2|0',
 	"the update to $default_version keeps the privileges on the views and the views on them");
+# 1.4's new views (issue 42), as bulkhead_stats: any role reads them, only
+# superusers reset the statements' figures
+is($node->safe_psql('postgres', q{
+		SELECT has_table_privilege('public', 'bulkhead_history', 'SELECT'),
+		       has_table_privilege('public', 'bulkhead_statements', 'SELECT'),
+		       has_function_privilege('public', 'bulkhead_statements_reset()', 'EXECUTE'),
+		       (SELECT count(*) >= 0 FROM bulkhead_history),
+		       (SELECT count(*) FROM bulkhead_statements)}),
+	't|t|f|t|0', "the update to $default_version adds bulkhead_history and bulkhead_statements, readable by all");
 $node->safe_psql('postgres', q{
 	DROP VIEW my_stats, my_activity;
 	GRANT SELECT ON bulkhead_stats, bulkhead_activity TO PUBLIC;

@@ -1,8 +1,9 @@
 # 300_doc_examples.pl: every SQL example of README.md and doc/*.md runs.
 #
 # Each page gets a fresh cluster with bulkhead preloaded (bulkhead.database
-# = postgres) and nothing else: not even CREATE EXTENSION, which the page
-# shows or runs in a hidden step.  Its ```sql blocks run in page order, each
+# = postgres) and nothing else but pg_stat_statements, whose join with
+# bulkhead_statements doc/monitoring.md shows (1.4): not even CREATE
+# EXTENSION, which the page shows or runs in a hidden step.  Its ```sql blocks run in page order, each
 # in one psql session that lives for the whole page (SQLSTATEs shown), and
 # a block passes when it raised exactly the errors its page says it raises:
 # none, unless told otherwise.  So an example that rots (a renamed column, a
@@ -298,7 +299,7 @@ sub run_page
 	my $node = PostgreSQL::Test::Cluster->new("doc$nodes");
 	$node->init;
 	$node->append_conf('postgresql.conf',
-		"shared_preload_libraries = 'bulkhead'\n"
+		"shared_preload_libraries = 'bulkhead, pg_stat_statements'\n"
 		  . "bulkhead.database = 'postgres'\n"
 		  . "log_line_prefix = '%m [%p] %b '\n");
 	$node->start;
