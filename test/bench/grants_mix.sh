@@ -125,16 +125,23 @@ for way in grants workaround; do
         plans+="$way $k $node $req"$'\n'
     done
 done
-# what each statement uses, run alone with the grants' work_mem (not in a
-# smoke run): the Sort's or the HashAggregate's memory (ends with grants)
+# what each statement uses, and how long it runs, alone, in each way (not
+# in a smoke run): the Sort's or the HashAggregate's memory and temporary
+# file, and EXPLAIN ANALYZE's execution time (once: a figure of the
+# machine's load as well)
 declare -A USED
 if ! bench_quick; then
-    bench_progress "EXPLAIN ANALYZE of each statement, alone"
-    for k in "${KINDS[@]}"; do
-        q=${SQLS[$k]//:n/$ROWS}
-        USED[$k]=$(gated_value "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) ${q%;}" |
-            grep -o 'Memory: [0-9]*kB\|Memory Usage: [0-9]*kB\|Disk: [0-9]*kB\|Disk Usage: [0-9]*kB' |
-            awk '{ v = $NF; sub(/kB/, "", v); printf "%s%s %.0f MB", sep, $1 ~ /^Disk/ ? "disk" : "memory", v / 1024; sep = ", " }')
+    for way in grants workaround; do
+        bench_progress "EXPLAIN ANALYZE of each statement, alone, $way"
+        configure "$way"
+        for k in "${KINDS[@]}"; do
+            q=${SQLS[$k]//:n/$ROWS}
+            USED[$way/$k]=$(gated_value "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) ${q%;}" |
+                grep -o 'Memory: [0-9]*kB\|Memory Usage: [0-9]*kB\|Disk: [0-9]*kB\|Disk Usage: [0-9]*kB\|Execution Time: [0-9.]* ms' |
+                awk '/^Execution/ { t = $3; next }
+                     { v = $NF; sub(/kB/, "", v); m = m sep sprintf("%s %.0f MB", $1 ~ /^Disk/ ? "disk" : "memory", v / 1024); sep = ", " }
+                     END { printf "%s; %.2f s", m, t / 1000 }')
+        done
     done
 fi
 
@@ -223,14 +230,15 @@ bench_settings
 echo
 echo "Command: \`bash test/bench/grants_mix.sh $XACTS $ROUNDS\`. A table of $ROWS rows (id, g, v: g = id × 7919 mod 2,000,000, v = id × 104729 mod 1,000,003, in scattered order); $CLIENTS clients of a role sent to the workload 'reports' (max_running 100: admission never waits) by \`bulkhead.workload\`, each running $XACTS statements drawn from four pgbench scripts of equal weight (\`pgbench -n -c $CLIENTS -j 1 -t $XACTS --random-seed=$SEED\`, so every run draws the same $statements statements): \`${SQLS[sort_v]//:n/n}\`, \`${SQLS[sort_gv]//:n/n}\`, \`${SQLS[hash_v]//:n/n}\`, \`${SQLS[hash_g]//:n/n}\` (n = $ROWS: all rows sorted or grouped, none sent). **grants**: \`max_memory = '${LIMIT_MB}MB'\`, \`memory_timeout = '60s'\` on 'reports', \`work_mem = '$BIG_WORK_MEM'\` for the role; **workaround**: no max_memory, \`work_mem = '$SMALL_WORK_MEM'\` ($LIMIT_MB MB / ($CLIENTS clients × 1 memory node × hash_mem_multiplier $HASH_MEM_MULTIPLIER)). The two alternate in every round (grants first) in one cluster; jit as the server's default (on)."
 echo
-echo "What each statement is planned with, and requests (\`bulkhead_classify\`):"
+echo "What each statement is planned with, requests (\`bulkhead_classify\`), uses and takes alone (\`EXPLAIN (ANALYZE)\`, one run, before the rounds):"
 echo
-echo "| statement | grants: node, request | used alone (EXPLAIN ANALYZE, grants' work_mem) | workaround: node, request |"
-echo "|---|---|---|---|"
+echo "| statement | grants: node, request | alone: used, execution time | workaround: node, request | alone: used, execution time |"
+echo "|---|---|---|---|---|"
 for k in "${KINDS[@]}"; do
     echo "| $k | $(awk -v k="$k" '$1 == "grants" && $2 == k { print $3 ", " $4 " " $5 }' <<<"$plans") |" \
-         "${USED[$k]:-–} |" \
-         "$(awk -v k="$k" '$1 == "workaround" && $2 == k { print $3 ", " $4 " " $5 }' <<<"$plans") |"
+         "${USED[grants/$k]:-–} |" \
+         "$(awk -v k="$k" '$1 == "workaround" && $2 == k { print $3 ", " $4 " " $5 }' <<<"$plans") |" \
+         "${USED[workaround/$k]:-–} |"
 done
 echo
 echo "| way | total time of a run, s (median) | statements per second (median) | p99 latency, s (pooled; per run) | server CPU time per run, s (median) | memory waits per run | shrunk per run | temporary files written per run, MB | runs: total time, s | failed |"
