@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2059  # printf's formats here are the statements' own
 # test/bench/grants_cost.sh: what memory grants (1.4) cost a statement, and
 # what a lane's settings cost now that a client's top-level statement sets
 # its caps once in a statement frame (issue 41 item 5, the second and third
@@ -141,9 +142,7 @@ workload_sql() {
                 echo "SELECT tbalance FROM lc_tellers WHERE tid = $tid;"
                 echo "INSERT INTO lc_history (tid, bid, aid, delta, mtime) VALUES ($tid, 1, $aid, 1, CURRENT_TIMESTAMP);"
                 echo "COMMIT;" ;;
-            # shellcheck disable=SC2059  # the format is ours
             sort) printf "$SORT_SQL\n" "$aid" $((aid + 9)) ;;
-            # shellcheck disable=SC2059
             hash) printf "$HASH_SQL\n" "$aid" $((aid + 19)) ;;
         esac
     done
@@ -357,6 +356,7 @@ echo "CPU: $(lscpu | awk -F': *' '/^Model name/ { print $2; exit }'); clock sour
 echo
 bench_settings
 echo
+# shellcheck disable=SC2016  # the $1 in the statements shown are theirs
 echo "Command: \`bash test/bench/grants_cost.sh $N1 $N2 $SECS $REPS\`. A plain role with \`bulkhead.workload = 'wide'\` (B = 1000, never full) runs N transactions in one psql session; a backend's whole count for N2 transactions less its count for N1, over N2 − N1: one transaction, without the session's start and first statements. simple: \`SELECT abalance FROM lc_accounts WHERE aid = \$1\` ($ROWS rows); multi: \`BEGIN\`, that SELECT, \`SELECT tbalance FROM lc_tellers WHERE tid = \$2\`, \`INSERT INTO lc_history ...\`, \`COMMIT\` (3 statements meet the gate); sort: \`$(printf "$SORT_SQL" 1 10 | sed 's/1 AND 10/$1 AND $1 + 9/')\`; hash: \`$(printf "$HASH_SQL" 1 20 | sed 's/1 AND 20/$1 AND $1 + 19/')\` (session: work_mem 4MB, hash_mem_multiplier 2). Each count is the median of $REPS, each in a fresh cluster of each build in turn; ± is half its range. Time: instructions × $ns_per_instr ns per instruction, the gated backend's user CPU time per simple transaction in a native run of 1.4 ($cpu_ns ns) over callgrind's count of it (${count[v14/R0/simple]}): an upper bound, since the CPU time also covers what callgrind does not count; the median of three windows (${windows% } ns; the CPU time of a process on this virtual machine grows with the others' load). Callgrind counts do not depend on the machine's load: at this rate 1 µs is $(awk -v n="$ns_per_instr" 'BEGIN { printf "%.0f", 1000 / n }') instructions, at the Intel machine's 0.41 ns of results.md's Lanes (1.3) 2,439."
 echo
 if ! bench_quick; then

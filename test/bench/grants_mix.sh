@@ -174,7 +174,7 @@ run() {
     # the backends gone (their CPU time counted in the postmaster's
     # children's, their statistics, temporary bytes, flushed at their exit)
     for _ in $(seq 200); do
-        ps --ppid "$BENCH_PID" -o args= | grep -q '^postgres: gated ' || break
+        pgrep -P "$BENCH_PID" -f '^postgres: gated ' >/dev/null || break
         sleep 0.05
     done
     sleep 0.2
