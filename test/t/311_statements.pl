@@ -118,10 +118,10 @@ is(figures('SELECT costly()'), 'heavy calls 1 (pgss 1) waits 0 rejected 0 timed_
 # then 1 MB; 'mem' has 1 MB, so the first run is cut to it (shrunk), the
 # second fits
 my ($memory) = verbose_session($node);
-my $sorted = 'SELECT count(*) FROM (SELECT g FROM generate_series(1, $1) g ORDER BY g DESC) s';
+my $sorted = 'SELECT count(*) FROM (SELECT g FROM generate_series($1, $2) g ORDER BY g DESC) s';
 sql($memory, "SET max_parallel_workers_per_gather = 0; SELECT bulkhead_acquire('mem')");
-sql($memory, "SET work_mem = '1MB'; " . ($sorted =~ s/\$1/10/r));
-sql($memory, "SET work_mem = '512kB'; " . ($sorted =~ s/\$1/20/r));
+sql($memory, "SET work_mem = '1MB'; " . ($sorted =~ s/\$1, \$2/1, 10/r));
+sql($memory, "SET work_mem = '512kB'; " . ($sorted =~ s/\$1, \$2/1, 20/r));
 sql($memory, "SELECT bulkhead_release('mem')");
 is($node->safe_psql('postgres', qq{
 		SELECT b.calls || ' ' || b.max_memory_requested || ' ' || b.shrunk
