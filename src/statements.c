@@ -396,22 +396,30 @@ bulkhead_statements_count_call_slow(void)
 	}
 }
 
-void
-bulkhead_statements_note_wait(const char *workload, int64 wait_us,
-							  bool timed_out, bool moved_in)
+/* Count c for the current statement in workload (none without a queryid) */
+static void
+note(const char *workload, StatementCounts *c)
 {
-	StatementCounts c = {0};
 	StatementKey key;
 	int64		queryid = counted_queryid();
 
 	if (queryid == 0)
 		return;
+	make_key(&key, queryid, workload);
+	count(&key, c);
+}
+
+void
+bulkhead_statements_note_wait(const char *workload, int64 wait_us,
+							  bool timed_out, bool moved_in)
+{
+	StatementCounts c = {0};
+
 	c.waits = 1;
 	c.wait_time_total_us = c.wait_time_max_us = Max(wait_us, 0);
 	c.timed_out = timed_out ? 1 : 0;
 	c.moved_in = moved_in ? 1 : 0;
-	make_key(&key, queryid, workload);
-	count(&key, &c);
+	note(workload, &c);
 }
 
 void
@@ -419,28 +427,21 @@ bulkhead_statements_note_admit(const char *workload, bool rejected,
 							   bool timed_out, bool moved_in)
 {
 	StatementCounts c = {0};
-	StatementKey key;
-	int64		queryid = counted_queryid();
 
-	if (queryid == 0)
-		return;
 	c.rejected = rejected ? 1 : 0;
 	c.timed_out = timed_out ? 1 : 0;
 	c.moved_in = moved_in ? 1 : 0;
-	make_key(&key, queryid, workload);
-	count(&key, &c);
+	note(workload, &c);
 }
 
 void
 bulkhead_statements_note_memory(int slotno, int64 requested, bool shrunk)
 {
 	StatementCounts c = {0};
-	StatementKey key;
-	int64		queryid = counted_queryid();
 	BulkheadSlot *slot;
 	char		name[NAMEDATALEN];
 
-	if (queryid == 0 || slotno < 0 || bulkhead_shared == NULL ||
+	if (counted_queryid() == 0 || slotno < 0 || bulkhead_shared == NULL ||
 		slotno >= bulkhead_shared->nslots)
 		return;
 	/* the caller holds a permit there: the slot keeps its name meanwhile */
@@ -452,8 +453,7 @@ bulkhead_statements_note_memory(int slotno, int64 requested, bool shrunk)
 		return;
 	c.max_memory_requested = Max(requested, 0);
 	c.shrunk = shrunk ? 1 : 0;
-	make_key(&key, queryid, name);
-	count(&key, &c);
+	note(name, &c);
 }
 
 /*---- The view and the reset ----*/
