@@ -207,9 +207,14 @@ bulkhead_statements_shmem_startup(void)
 	info.keysize = sizeof(StatementKey);
 	info.entrysize = sizeof(StatementEntry);
 	info.hash = key_hash;		/* keys are compared with memcmp */
+#if PG_VERSION_NUM >= 190000
+	table = ShmemInitHash("bulkhead statements table", bulkhead_max_statements,
+						  &info, HASH_ELEM | HASH_FUNCTION);
+#else
 	table = ShmemInitHash("bulkhead statements table",
 						  bulkhead_max_statements, bulkhead_max_statements,
 						  &info, HASH_ELEM | HASH_FUNCTION);
+#endif
 	LWLockRelease(AddinShmemInitLock);
 }
 
