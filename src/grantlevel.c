@@ -148,3 +148,32 @@ bulkhead_grants_reparent(int slotno, int new_parent)
 		levels[s].waiting += level->waiting;
 	}
 }
+
+/*
+ * The hints read without the lock: each level's limited (a max_memory at
+ * it or above), and how many defined levels have a max_memory.
+ */
+void
+bulkhead_grants_mark_limits(void)
+{
+	MemLevel   *levels = bulkhead_grants_shared->levels;
+	uint32		nlimits = 0;
+	int			i;
+
+	for (i = 0; i < bulkhead_grants_shared->nslots; i++)
+	{
+		int			s = i;
+		int			depth = 0;
+		bool		limited = false;
+
+		if (levels[i].defined && levels[i].max_memory >= 0)
+			nlimits++;
+		while (s >= 0 && depth++ < BULKHEAD_MEM_PATH && !limited)
+		{
+			limited = levels[s].defined && levels[s].max_memory >= 0;
+			s = levels[s].parent;
+		}
+		levels[i].limited = limited;
+	}
+	pg_atomic_write_u32(&bulkhead_grants_shared->nlimits, nlimits);
+}

@@ -478,27 +478,10 @@ bulkhead_grants_wait_cleanup(void)
 void
 bulkhead_grants_loaded(void)
 {
-	uint32		nlimits = 0;
 	Wakeups		w = {0};
-	int			i;
 
 	LWLockAcquire(bulkhead_grants_shared->lock, LW_EXCLUSIVE);
-	for (i = 0; i < bulkhead_grants_shared->nslots; i++)
-	{
-		int			s = i;
-		int			depth = 0;
-		bool		limited = false;
-
-		if (bulkhead_grants_shared->levels[i].defined && bulkhead_grants_shared->levels[i].max_memory >= 0)
-			nlimits++;
-		while (s >= 0 && depth++ < BULKHEAD_MEM_PATH && !limited)
-		{
-			limited = bulkhead_grants_shared->levels[s].defined && bulkhead_grants_shared->levels[s].max_memory >= 0;
-			s = bulkhead_grants_shared->levels[s].parent;
-		}
-		bulkhead_grants_shared->levels[i].limited = limited;
-	}
-	pg_atomic_write_u32(&bulkhead_grants_shared->nlimits, nlimits);
+	bulkhead_grants_mark_limits();
 	if (bulkhead_grants_shared->head >= 0)
 		serve(&w);
 	LWLockRelease(bulkhead_grants_shared->lock);

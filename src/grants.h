@@ -8,18 +8,24 @@
  * Shared state and its lock
  * -------------------------
  * BulkheadGrants (one per cluster, shmem "bulkhead grants") belongs to the
- * grants modules alone (grants.c, grantlevel.c, grantstate.c); every field below is protected by its one LWLock (tranche
- * "bulkhead grants") but those marked otherwise:
+ * grants modules alone (grants.c, grantlevel.c, grantstate.c); every field
+ * below is protected by its one LWLock (tranche "bulkhead grants") but
+ * those marked otherwise.  The worker takes it with the slots' directory
+ * lock held (bulkhead_grants_prepare); no one takes the directory's lock
+ * or a slot's while holding it.
  *
  * - levels[slot]: one per workload slot.  max_memory, parent, shadow and
- *   name are written by the worker's load (bulkhead_grants_define), a copy
- *   of the table and of the trees of budgets, so that a grant walks its
- *   path under this lock alone; generation changes when the slot is given
- *   to another workload (a grant made before then no longer counts there).
- *   granted and waiting are the level's subtree's, changed by grants and
- *   releases, and moved along with a workload the load puts under another
- *   budget (a grant is counted and returned along its path as it is then).  limited (no lock: an aligned bool, a hint) says whether the
- *   level or one above it has a max_memory.
+ *   name are written by the worker's load (bulkhead_grants_prepare before
+ *   the slot takes its workload, bulkhead_grants_define after), a copy of
+ *   the table and of the trees of budgets (a deleted workload's kept while
+ *   its slot is in use), so that a grant walks its path under this lock
+ *   alone; generation changes when the slot is given to another workload
+ *   (a grant made before then no longer counts there).  granted and
+ *   waiting are the level's subtree's, changed by grants and releases, and
+ *   moved along with a workload the load puts under another budget (a
+ *   grant is counted and returned along its path as it is then).  limited
+ *   (written under the lock, read without it: an aligned bool, a hint)
+ *   says whether the level or one above it has a max_memory.
  * - server: bulkhead.max_memory's level, and its figures (the server's
  *   statistics, reset by bulkhead_stats_reset()).
  * - backends[procno]: what the backend using that PGPROC holds and awaits,
@@ -86,11 +92,19 @@ extern void bulkhead_grants_wait_cleanup(void);
 /*
  * The worker's load: the limits, the shadow modes and the trees.  First
  * each slot that now serves another workload is claimed for it (its old
- * workload's grants leave its levels), then every slot defined (moving a
- * workload to another budget carries its subtree's grants there) or
- * undefined.
+ * workload's grants leave its levels), then every slot in use defined
+ * (moving a workload to another budget carries its subtree's grants there;
+ * a deleted workload that still holds or awaits anything keeps its limit
+ * and its place), a free one undefined.  A slot's limits are set (prepared)
+ * before the slot takes its workload's definition, so that no statement of
+ * the workload runs before them; its place in a tree follows at the load's
+ * end (its statements in the meantime counted at its level, carried along).
  */
 extern void bulkhead_grants_claim(int slotno, const char *name);
+/* A slot's limits, before the slot takes the workload (its place apart) */
+extern void bulkhead_grants_prepare(int slotno, const char *name,
+									int64 max_memory, int64 timeout_us,
+									bool shadow);
 extern void bulkhead_grants_define(int slotno, const char *name,
 								   int64 max_memory, int64 timeout_us,
 								   bool shadow, int parent);

@@ -117,5 +117,7 @@ extern void bulkhead_grants_add_along(const BulkheadGrant *g, int64 bytes);
 extern void bulkhead_grants_count_waiting(const BulkheadGrant *g, int delta);
 /* Level slotno moves under new_parent, its subtree's figures along */
 extern void bulkhead_grants_reparent(int slotno, int new_parent);
+/* The hints: each level's limited, and nlimits */
+extern void bulkhead_grants_mark_limits(void);
 
 #endif							/* BULKHEAD_GRANTSHM_H */

@@ -120,19 +120,37 @@ bulkhead_grants_claim(int slotno, const char *name)
 	LWLockRelease(bulkhead_grants_shared->lock);
 }
 
-void
-bulkhead_grants_define(int slotno, const char *name, int64 max_memory,
-					   int64 timeout_us, bool shadow, int parent)
+/* Level slotno's limits (its place in a tree apart); caller holds the lock */
+static void
+set_limits(int slotno, const char *name, int64 max_memory, int64 timeout_us,
+		   bool shadow)
 {
 	MemLevel   *level = &bulkhead_grants_shared->levels[slotno];
 
-	LWLockAcquire(bulkhead_grants_shared->lock, LW_EXCLUSIVE);
 	claim(slotno, name);
 	level->defined = true;
 	level->max_memory = max_memory;
 	level->timeout_us = timeout_us;
 	level->shadow = shadow;
-	if (level->parent != parent)
+}
+
+void
+bulkhead_grants_prepare(int slotno, const char *name, int64 max_memory,
+						int64 timeout_us, bool shadow)
+{
+	LWLockAcquire(bulkhead_grants_shared->lock, LW_EXCLUSIVE);
+	set_limits(slotno, name, max_memory, timeout_us, shadow);
+	bulkhead_grants_mark_limits();
+	LWLockRelease(bulkhead_grants_shared->lock);
+}
+
+void
+bulkhead_grants_define(int slotno, const char *name, int64 max_memory,
+					   int64 timeout_us, bool shadow, int parent)
+{
+	LWLockAcquire(bulkhead_grants_shared->lock, LW_EXCLUSIVE);
+	set_limits(slotno, name, max_memory, timeout_us, shadow);
+	if (bulkhead_grants_shared->levels[slotno].parent != parent)
 		bulkhead_grants_reparent(slotno, parent);	/* its subtree's figures go along */
 	LWLockRelease(bulkhead_grants_shared->lock);
 }
@@ -147,8 +165,7 @@ bulkhead_grants_undefine(int slotno)
 	level->max_memory = -1;
 	level->shadow = false;
 	if (level->parent >= 0)
-		bulkhead_grants_reparent(slotno, -1);	/* a deleted workload's grants
-												 * count at the server only */
+		bulkhead_grants_reparent(slotno, -1);	/* a free slot's: none */
 	LWLockRelease(bulkhead_grants_shared->lock);
 }
 

@@ -86,6 +86,14 @@ mark_budgets(WorkloadRow *rows, int nrows)
 	pfree(parents);
 }
 
+/* memory_timeout, NULL: queue_timeout */
+static int64
+grants_timeout(const BulkheadConfig *config)
+{
+	return config->memory_timeout_us >= 0 ?
+		config->memory_timeout_us : config->queue_timeout_us;
+}
+
 /*
  * Define the workloads of rows that placed[] does not mark yet: update
  * those that have a slot, put new ones into free slots, and mark them in
@@ -112,6 +120,10 @@ define_rows(WorkloadRow *rows, int nrows, bool *placed)
 			continue;
 		}
 		slot = &shared->slots[s];
+		/* its memory limits first: its statements may start at once */
+		bulkhead_grants_prepare(s, rows[r].name, rows[r].config.max_memory,
+								grants_timeout(&rows[r].config),
+								rows[r].config.shadow);
 		bulkhead_slot_lock(slot, LW_EXCLUSIVE);
 		bulkhead_slot_define(slot, rows[r].name, &rows[r].config,
 							 bulkhead_limit_at_load(slot, &rows[r].config));
@@ -244,7 +256,10 @@ link_trees(void)
 /*
  * Memory grants (1.4): grants.c's copy of each slot's limit, shadow mode
  * and place in its tree, made once the trees are linked; then its waiters
- * that fit are served.  One lock at a time: the slot's, then grants.c's.
+ * that fit are served.  A deleted workload keeps its limit and its place
+ * (plan_trees keeps it under its budget) while anything is held or awaited
+ * in it, as its permits do; a freed slot's level is emptied.  One lock at
+ * a time: the slot's, then grants.c's.
  */
 static void
 publish_grants(void)
@@ -257,39 +272,38 @@ publish_grants(void)
 	{
 		BulkheadSlot *slot = &shared->slots[i];
 		char		name[NAMEDATALEN];
-		bool		defined;
+		bool		in_use;
 
 		bulkhead_slot_lock(slot, LW_SHARED);
-		defined = slot->in_use && slot->defined;
-		if (defined)
+		in_use = slot->in_use;
+		if (in_use)
 			strlcpy(name, slot->name, NAMEDATALEN);
 		LWLockRelease(slot->lock);
-		if (defined)
+		if (in_use)
 			bulkhead_grants_claim(i, name);
 	}
 	for (i = 0; i < shared->nslots; i++)
 	{
 		BulkheadSlot *slot = &shared->slots[i];
 		char		name[NAMEDATALEN];
-		bool		defined;
+		bool		in_use;
 		int64		max_memory = -1;
 		int64		timeout_us = 0;
 		bool		shadow = false;
 		int			parent = -1;
 
 		bulkhead_slot_lock(slot, LW_SHARED);
-		defined = slot->in_use && slot->defined;
-		if (defined)
+		in_use = slot->in_use;
+		if (in_use)
 		{
 			strlcpy(name, slot->name, NAMEDATALEN);
 			max_memory = slot->config.max_memory;
-			timeout_us = slot->config.memory_timeout_us >= 0 ?
-				slot->config.memory_timeout_us : slot->config.queue_timeout_us;
+			timeout_us = grants_timeout(&slot->config);
 			shadow = slot->config.shadow;
 			parent = slot->parent;
 		}
 		LWLockRelease(slot->lock);
-		if (defined)
+		if (in_use)
 			bulkhead_grants_define(i, name, max_memory, timeout_us, shadow, parent);
 		else
 			bulkhead_grants_undefine(i);

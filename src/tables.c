@@ -175,11 +175,10 @@ static const struct
 };
 
 #define NUM_WORKLOAD_COLUMNS	((int) lengthof(workload_columns))
-/* where each version's columns begin in workload_columns[] */
-#define FIRST_1_1_COLUMN		9	/* adaptive */
+/* where each version's columns begin in workload_columns[] (1.0's at 0) */
+#define NUM_1_0_COLUMNS			9	/* adaptive: 1.1's first */
 #define FIRST_1_2_COLUMN		11	/* parent */
 #define FIRST_1_3_COLUMN		20	/* settings */
-#define NUM_1_0_COLUMNS			FIRST_1_1_COLUMN
 
 /*
  * Has the extension's table the columns of 1.1's adaptive limit?  An
@@ -192,7 +191,7 @@ check_workload_columns(Oid relid)
 	bool		adaptive;
 	int			i;
 
-	Assert(strcmp(workload_columns[FIRST_1_1_COLUMN].name, "adaptive") == 0);
+	Assert(strcmp(workload_columns[NUM_1_0_COLUMNS].name, "adaptive") == 0);
 	Assert(strcmp(workload_columns[FIRST_1_2_COLUMN].name, "parent") == 0);
 	Assert(strcmp(workload_columns[FIRST_1_3_COLUMN].name, "settings") == 0);
 	for (i = 0; i < NUM_1_0_COLUMNS; i++)
