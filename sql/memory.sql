@@ -193,6 +193,20 @@ SELECT * FROM pg_temp.req('REINDEX TABLE mem_t');
 SELECT * FROM pg_temp.req('CLUSTER mem_t USING mem_t_a');
 SELECT * FROM pg_temp.req('VACUUM mem_t');
 SELECT * FROM pg_temp.req('VACUUM (FULL) mem_t');
+CREATE MATERIALIZED VIEW mem_mv AS SELECT a FROM mem_t;
+-- an ALTER TABLE that builds an index or rewrites the table (and so
+-- rebuilds its indexes); a non-concurrent REFRESH (a new heap, its indexes
+-- rebuilt): 4
+SELECT * FROM pg_temp.req('ALTER TABLE mem_t ADD UNIQUE (a)');
+SELECT * FROM pg_temp.req('ALTER TABLE mem_t ALTER COLUMN b TYPE bigint');
+SELECT * FROM pg_temp.req('ALTER TABLE mem_t SET UNLOGGED');
+SELECT * FROM pg_temp.req('ALTER TABLE mem_t ADD COLUMN r float8 DEFAULT random()');
+SELECT * FROM pg_temp.req('ALTER TABLE mem_t ADD COLUMN g int GENERATED ALWAYS AS (a + 1) STORED');
+SELECT * FROM pg_temp.req('REFRESH MATERIALIZED VIEW mem_mv');
+-- a constant default (no rewrite), CONCURRENTLY, no index: 0
+SELECT * FROM pg_temp.req('ALTER TABLE mem_t ADD COLUMN z int DEFAULT 0');
+SELECT * FROM pg_temp.req('REFRESH MATERIALIZED VIEW CONCURRENTLY mem_mv');
+SELECT * FROM pg_temp.req('ALTER TABLE mem_t ALTER COLUMN b SET STATISTICS 100');
 -- and nothing else: 0
 SELECT * FROM pg_temp.req('ANALYZE mem_t');
 SELECT * FROM pg_temp.req('TRUNCATE mem_s');
@@ -233,4 +247,5 @@ DELETE FROM bulkhead_rule;
 DELETE FROM bulkhead_workload WHERE name = 'mem_lane';
 REVOKE SELECT ON mem_t FROM regress_bh_mem;
 DROP ROLE regress_bh_mem;
+DROP MATERIALIZED VIEW mem_mv;
 DROP TABLE mem_t, mem_s;

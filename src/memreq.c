@@ -49,6 +49,7 @@
 #include <math.h>
 
 #include "access/htup_details.h"
+#include "catalog/pg_attribute.h"
 #include "nodes/nodeFuncs.h"
 #include "nodes/parsenodes.h"
 #include "tcop/utility.h"
@@ -381,10 +382,60 @@ builds_index(Node *def)
 			con->contype == CONSTR_EXCLUSION) && con->indexname == NULL;
 }
 
+/* A constant, or a cast of one: a default that never rewrites the table */
+static bool
+is_constant(Node *expr)
+{
+	if (expr != NULL && IsA(expr, TypeCast))
+		expr = ((TypeCast *) expr)->arg;
+	return expr != NULL && IsA(expr, A_Const);
+}
+
+/* A virtual generated column (18 on): computed when read, never stored */
+static bool
+generated_virtual(Constraint *con)
+{
+#if PG_VERSION_NUM >= 180000
+	return con->generated_kind == ATTRIBUTE_GENERATED_VIRTUAL;
+#else
+	return false;
+#endif
+}
+
 /*
- * Does an ALTER TABLE build or rebuild an index (ADD PRIMARY KEY, UNIQUE,
- * EXCLUDE, a column with one of those, ALTER COLUMN TYPE)?  It builds them
- * itself, through no CREATE INDEX of its own.
+ * Does a column added by ALTER TABLE build an index (PRIMARY KEY, UNIQUE)
+ * or rewrite the table, and so rebuild its indexes (a default that is not
+ * a constant, which may be volatile: the parse tree does not say; a stored
+ * generated column; an identity)?
+ */
+static bool
+column_builds_index(Node *def)
+{
+	ListCell   *c;
+
+	if (def == NULL || !IsA(def, ColumnDef))
+		return false;
+	if (((ColumnDef *) def)->identity != 0)
+		return true;
+	foreach(c, ((ColumnDef *) def)->constraints)
+	{
+		Constraint *con = lfirst_node(Constraint, c);
+
+		if (builds_index((Node *) con) || con->contype == CONSTR_IDENTITY ||
+			(con->contype == CONSTR_GENERATED && !generated_virtual(con)) ||
+			(con->contype == CONSTR_DEFAULT && !is_constant(con->raw_expr)))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Does an ALTER TABLE build or rebuild an index?  It builds them itself,
+ * through no CREATE INDEX of its own: ADD PRIMARY KEY, UNIQUE, EXCLUDE, a
+ * column with one of those; and every subcommand that rewrites the table
+ * rebuilds its indexes (ALTER COLUMN TYPE, SET EXPRESSION, SET LOGGED or
+ * UNLOGGED, SET ACCESS METHOD, a column added with a default that may be
+ * volatile).  Charged whether or not the table has an index.
  */
 static bool
 alter_builds_index(AlterTableStmt *stmt)
@@ -394,7 +445,6 @@ alter_builds_index(AlterTableStmt *stmt)
 	foreach(lc, stmt->cmds)
 	{
 		AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
-		ListCell   *c;
 
 		switch (cmd->subtype)
 		{
@@ -403,15 +453,16 @@ alter_builds_index(AlterTableStmt *stmt)
 					return true;
 				break;
 			case AT_AddColumn:
-				if (cmd->def == NULL || !IsA(cmd->def, ColumnDef))
-					break;
-				foreach(c, ((ColumnDef *) cmd->def)->constraints)
-				{
-					if (builds_index((Node *) lfirst(c)))
-						return true;
-				}
+				if (column_builds_index(cmd->def))
+					return true;
 				break;
 			case AT_AlterColumnType:
+			case AT_SetLogged:
+			case AT_SetUnLogged:
+			case AT_SetAccessMethod:
+#if PG_VERSION_NUM >= 170000
+			case AT_SetExpression:
+#endif
 				return true;
 			default:
 				break;
@@ -444,6 +495,11 @@ bulkhead_memreq_utility(Node *stmt, int context, int maintenance_kb,
 			break;
 		case T_AlterTableStmt:
 			if (!alter_builds_index((AlterTableStmt *) stmt))
+				return false;
+			break;
+		case T_RefreshMatViewStmt:
+			/* a new heap, its indexes rebuilt (CONCURRENTLY: none) */
+			if (((RefreshMatViewStmt *) stmt)->concurrent)
 				return false;
 			break;
 		default:
