@@ -55,6 +55,7 @@
 #include "gate.h"
 #include "lanes.h"
 #include "local.h"
+#include "mayrun.h"
 #include "memory.h"
 #include "rules.h"
 #include "statement.h"
@@ -345,7 +346,7 @@ hooks_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	bulkhead_caps_restore_pending();
 	bulkhead_local_follow_moves();
 	gate_executor_start(queryDesc, eflags);
-	bulkhead_statements_count_call(bulkhead_nesting == 0);	/* 1.4 */
+	bulkhead_statements_count_call(executor_top());	/* 1.4 */
 	bulkhead_caps_parallel_workers(queryDesc, &bulkhead_caps_in_force);
 	frame = caps_for_phase(&bulkhead_caps_in_force, executor_top());
 	/* its memory grant (1.4), before the nodes that fix their limit here */

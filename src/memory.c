@@ -40,7 +40,8 @@
  *
  * Owns backend-local state only: held[], the grants this backend holds.
  * Called by hooks.c and bulkhead.c; calls grants.c, memreq.c, local.c,
- * caps.c, and statements.c and waitlog.c (what a grant met, 1.4).
+ * caps.c, mayrun.h (may the user run the plan?), and statements.c and
+ * waitlog.c (what a grant met, 1.4).
  *
  *-------------------------------------------------------------------------
  */
@@ -49,6 +50,7 @@
 #include "grants.h"
 #include "local.h"
 #include "memreq.h"
+#include "mayrun.h"
 #include "statements.h"
 #include "waitlog.h"
 
@@ -224,6 +226,14 @@ bulkhead_memory_start(QueryDesc *queryDesc, int eflags)
 	bulkhead_memreq_plan(queryDesc->plannedstmt, work_mem, hash_mem_multiplier, &req);
 	if (req.units <= 0 && req.fixed <= 0)
 		return NULL;			/* no memory node: no lock */
+
+	/*
+	 * Not for a plan the user may not run (the executor fails next): its
+	 * request, shown and counted, would tell the planner's estimates, and
+	 * so the statistics pg_stats hides
+	 */
+	if (!bulkhead_may_run(queryDesc->plannedstmt))
+		return NULL;
 	return grant(queryDesc, false, slotno, &req, BULKHEAD_CAP_WORK_MEM, work_mem,
 				 BULKHEAD_CAP_HASH_MEM_MULTIPLIER, hash_mem_multiplier);
 }

@@ -182,13 +182,3 @@ bulkhead_generic_planning(Query *parse, const char *query_string,
 	return boundParams == NULL && strchr(query_string, '$') != NULL &&
 		query_tree_walker(parse, extern_param_walker, NULL, 0);
 }
-
-bool
-bulkhead_may_run(const PlannedStmt *plan)
-{
-#if PG_VERSION_NUM >= 160000
-	return ExecCheckPermissions(plan->rtable, plan->permInfos, false);
-#else
-	return ExecCheckRTPerms(plan->rtable, false);
-#endif
-}

@@ -65,7 +65,4 @@ extern bool bulkhead_generic_planning(Query *parse, const char *query_string,
 /* At the end of a transaction: what was matched is gone */
 extern void bulkhead_statement_forget(void);
 
-/* May the user run this plan?  (as ExecutorStart checks, without raising) */
-extern bool bulkhead_may_run(const PlannedStmt *plan);
-
 #endif							/* BULKHEAD_STATEMENT_H */
