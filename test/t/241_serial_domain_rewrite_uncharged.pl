@@ -58,6 +58,7 @@ sub requested
 	my ($stmt) = @_;
 	return $node->safe_psql('postgres', qq{
 		SET maintenance_work_mem = '4MB';
+		SET max_parallel_maintenance_workers = 0;
 		SELECT memory_requested FROM bulkhead_classify(\$q\$$stmt\$q\$);});
 }
 
