@@ -149,6 +149,19 @@ bulkhead_grants_reparent(int slotno, int new_parent)
 	}
 }
 
+/* Is level slotno above (or at) level of, along of's path as it is now? */
+bool
+bulkhead_grants_above(int slotno, int of)
+{
+	int			depth = 0;
+	int			s;
+
+	for (s = of; s >= 0 && depth++ < BULKHEAD_MEM_PATH; s = bulkhead_grants_shared->levels[s].parent)
+		if (s == slotno)
+			return true;
+	return false;
+}
+
 /*
  * The hints read without the lock: each level's limited (a max_memory at
  * it or above), and how many defined levels have a max_memory.

@@ -95,16 +95,20 @@ extern void bulkhead_grants_wait_cleanup(void);
  * workload's grants leave its levels), then every slot in use defined
  * (moving a workload to another budget carries its subtree's grants there;
  * a deleted workload that still holds or awaits anything keeps its limit
- * and its place), a free one undefined.  A slot's limits are set (prepared)
- * before the slot takes its workload's definition, so that no statement of
- * the workload runs before them; its place in a tree follows at the load's
- * end (its statements in the meantime counted at its level, carried along).
+ * and its place), a free one undefined.  A slot's limits and its place
+ * under its budget are set (prepared) before the slot takes its workload's
+ * definition, budgets before their children, so that no statement of the
+ * workload runs before them; the load's end makes the places those of the
+ * trees it built (a cycle made a root).
  */
 extern void bulkhead_grants_claim(int slotno, const char *name);
-/* A slot's limits, before the slot takes the workload (its place apart) */
+/*
+ * A slot's limits and its budget's slot (parent, -1: none), before the
+ * slot takes the workload
+ */
 extern void bulkhead_grants_prepare(int slotno, const char *name,
 									int64 max_memory, int64 timeout_us,
-									bool shadow);
+									bool shadow, int parent);
 extern void bulkhead_grants_define(int slotno, const char *name,
 								   int64 max_memory, int64 timeout_us,
 								   bool shadow, int parent);

@@ -117,6 +117,8 @@ extern void bulkhead_grants_add_along(const BulkheadGrant *g, int64 bytes);
 extern void bulkhead_grants_count_waiting(const BulkheadGrant *g, int delta);
 /* Level slotno moves under new_parent, its subtree's figures along */
 extern void bulkhead_grants_reparent(int slotno, int new_parent);
+/* Is level slotno above (or at) level of? */
+extern bool bulkhead_grants_above(int slotno, int of);
 /* The hints: each level's limited, and nlimits */
 extern void bulkhead_grants_mark_limits(void);
 

@@ -136,10 +136,14 @@ set_limits(int slotno, const char *name, int64 max_memory, int64 timeout_us,
 
 void
 bulkhead_grants_prepare(int slotno, const char *name, int64 max_memory,
-						int64 timeout_us, bool shadow)
+						int64 timeout_us, bool shadow, int parent)
 {
 	LWLockAcquire(bulkhead_grants_shared->lock, LW_EXCLUSIVE);
 	set_limits(slotno, name, max_memory, timeout_us, shadow);
+	/* (not into a cycle: the load's trees make such a slot a root) */
+	if (bulkhead_grants_shared->levels[slotno].parent != parent &&
+		!bulkhead_grants_above(parent, slotno))
+		bulkhead_grants_reparent(slotno, parent);
 	bulkhead_grants_mark_limits();
 	LWLockRelease(bulkhead_grants_shared->lock);
 }

@@ -95,41 +95,66 @@ grants_timeout(const BulkheadConfig *config)
 }
 
 /*
+ * Define row in its slot (free: a new one), its memory limits and its
+ * place under its budget's slot first (its statements may start at once);
+ * false if no slot is free.  Caller holds dir_lock exclusively.
+ */
+static bool
+define_row(WorkloadRow *row)
+{
+	int			s = slot_of(row->name);
+	int			parent = row->config.parent[0] != '\0' ?
+		slot_of(row->config.parent) : -1;
+	BulkheadSlot *slot;
+
+	if (s < 0 && (s = free_slot()) < 0)
+		return false;
+	slot = &bulkhead_shared->slots[s];
+	bulkhead_grants_prepare(s, row->name, row->config.max_memory,
+							grants_timeout(&row->config), row->config.shadow,
+							parent);
+	bulkhead_slot_lock(slot, LW_EXCLUSIVE);
+	bulkhead_slot_define(slot, row->name, &row->config,
+						 bulkhead_limit_at_load(slot, &row->config));
+	LWLockRelease(slot->lock);
+	return true;
+}
+
+/*
  * Define the workloads of rows that placed[] does not mark yet: update
  * those that have a slot, put new ones into free slots, and mark them in
- * placed[].  Returns how many found no free slot.  Caller holds dir_lock
- * exclusively.
+ * placed[].  A budget before its children (a pass per level of a tree, the
+ * rest in the last), so that a child's grants count under its budget from
+ * its first statement.  Returns how many found no free slot.  Caller
+ * holds dir_lock exclusively.
  */
 static int
 define_rows(WorkloadRow *rows, int nrows, bool *placed)
 {
-	BulkheadShared *shared = bulkhead_shared;
+	bool	   *tried = palloc0(sizeof(bool) * Max(nrows, 1));
 	int			skipped = 0;
+	int			pass;
 	int			r;
 
-	for (r = 0; r < nrows; r++)
+	for (pass = 0; pass <= BULKHEAD_MAX_DEPTH; pass++)
 	{
-		int			s;
-		BulkheadSlot *slot;
-
-		if (placed[r])
-			continue;
-		if ((s = slot_of(rows[r].name)) < 0 && (s = free_slot()) < 0)
+		for (r = 0; r < nrows; r++)
 		{
-			skipped++;
-			continue;
+			const char *parent = rows[r].config.parent;
+
+			if (placed[r] || tried[r])
+				continue;
+			if (pass < BULKHEAD_MAX_DEPTH && parent[0] != '\0' &&
+				slot_of(parent) < 0)
+				continue;		/* its budget is not placed yet */
+			tried[r] = true;
+			if (define_row(&rows[r]))
+				placed[r] = true;
+			else
+				skipped++;
 		}
-		slot = &shared->slots[s];
-		/* its memory limits first: its statements may start at once */
-		bulkhead_grants_prepare(s, rows[r].name, rows[r].config.max_memory,
-								grants_timeout(&rows[r].config),
-								rows[r].config.shadow);
-		bulkhead_slot_lock(slot, LW_EXCLUSIVE);
-		bulkhead_slot_define(slot, rows[r].name, &rows[r].config,
-							 bulkhead_limit_at_load(slot, &rows[r].config));
-		LWLockRelease(slot->lock);
-		placed[r] = true;
 	}
+	pfree(tried);
 	return skipped;
 }
 
