@@ -31,6 +31,7 @@ OBJS = \
 	src/caps.o \
 	src/capsparse.o \
 	src/memreq.o \
+	src/utilreq.o \
 	src/grants.o \
 	src/grantlevel.o \
 	src/grantstate.o \

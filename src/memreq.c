@@ -39,6 +39,8 @@
  * A workload's max_memory is parsed here too, as a memory setting takes a
  * value (bulkhead_check_memory, the table's check, and the worker's load).
  *
+ * A utility's request is utilreq.c's.
+ *
  * Owns no state.  Called by memory.c, lanes.c, tables.c and the table's
  * check; calls no module.
  *
@@ -49,7 +51,6 @@
 #include <math.h>
 
 #include "access/htup_details.h"
-#include "catalog/pg_attribute.h"
 #include "nodes/nodeFuncs.h"
 #include "nodes/parsenodes.h"
 #include "tcop/utility.h"
@@ -367,150 +368,6 @@ bulkhead_memreq_plan(const PlannedStmt *plan, int work_mem_kb, double hash_mult,
 	req->units = w.units;
 	req->fixed = w.fixed;
 	req->nodes = w.nodes;
-}
-
-/* Does constraint def (of an ALTER TABLE) build an index? */
-static bool
-builds_index(Node *def)
-{
-	Constraint *con;
-
-	if (def == NULL || !IsA(def, Constraint))
-		return false;
-	con = (Constraint *) def;
-	return (con->contype == CONSTR_PRIMARY || con->contype == CONSTR_UNIQUE ||
-			con->contype == CONSTR_EXCLUSION) && con->indexname == NULL;
-}
-
-/* A constant, or a cast of one: a default that never rewrites the table */
-static bool
-is_constant(Node *expr)
-{
-	if (expr != NULL && IsA(expr, TypeCast))
-		expr = ((TypeCast *) expr)->arg;
-	return expr != NULL && IsA(expr, A_Const);
-}
-
-/* A virtual generated column (18 on): computed when read, never stored */
-static bool
-generated_virtual(Constraint *con)
-{
-#if PG_VERSION_NUM >= 180000
-	return con->generated_kind == ATTRIBUTE_GENERATED_VIRTUAL;
-#else
-	return false;
-#endif
-}
-
-/*
- * Does a column added by ALTER TABLE build an index (PRIMARY KEY, UNIQUE)
- * or rewrite the table, and so rebuild its indexes (a default that is not
- * a constant, which may be volatile: the parse tree does not say; a stored
- * generated column; an identity)?
- */
-static bool
-column_builds_index(Node *def)
-{
-	ListCell   *c;
-
-	if (def == NULL || !IsA(def, ColumnDef))
-		return false;
-	if (((ColumnDef *) def)->identity != 0)
-		return true;
-	foreach(c, ((ColumnDef *) def)->constraints)
-	{
-		Constraint *con = lfirst_node(Constraint, c);
-
-		if (builds_index((Node *) con) || con->contype == CONSTR_IDENTITY ||
-			(con->contype == CONSTR_GENERATED && !generated_virtual(con)) ||
-			(con->contype == CONSTR_DEFAULT && !is_constant(con->raw_expr)))
-			return true;
-	}
-	return false;
-}
-
-/*
- * Does an ALTER TABLE build or rebuild an index?  It builds them itself,
- * through no CREATE INDEX of its own: ADD PRIMARY KEY, UNIQUE, EXCLUDE, a
- * column with one of those; and every subcommand that rewrites the table
- * rebuilds its indexes (ALTER COLUMN TYPE, SET EXPRESSION, SET LOGGED or
- * UNLOGGED, SET ACCESS METHOD, a column added with a default that may be
- * volatile).  Charged whether or not the table has an index.
- */
-static bool
-alter_builds_index(AlterTableStmt *stmt)
-{
-	ListCell   *lc;
-
-	foreach(lc, stmt->cmds)
-	{
-		AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
-
-		switch (cmd->subtype)
-		{
-			case AT_AddConstraint:
-				if (builds_index(cmd->def))
-					return true;
-				break;
-			case AT_AddColumn:
-				if (column_builds_index(cmd->def))
-					return true;
-				break;
-			case AT_AlterColumnType:
-			case AT_SetLogged:
-			case AT_SetUnLogged:
-			case AT_SetAccessMethod:
-#if PG_VERSION_NUM >= 170000
-			case AT_SetExpression:
-#endif
-				return true;
-			default:
-				break;
-		}
-	}
-	return false;
-}
-
-bool
-bulkhead_memreq_utility(Node *stmt, int context, int maintenance_kb,
-						int maintenance_workers, BulkheadMemRequest *req)
-{
-	switch (nodeTag(stmt))
-	{
-		case T_IndexStmt:
-			/* CREATE TABLE's own indexes: built on the table it makes, empty */
-			if (context == PROCESS_UTILITY_SUBCOMMAND)
-				return false;
-			break;
-		case T_ReindexStmt:
-#if PG_VERSION_NUM >= 190000
-		case T_RepackStmt:		/* CLUSTER and REPACK, 19 on */
-#else
-		case T_ClusterStmt:
-#endif
-			break;
-		case T_VacuumStmt:
-			if (!((VacuumStmt *) stmt)->is_vacuumcmd)
-				return false;	/* ANALYZE alone */
-			break;
-		case T_AlterTableStmt:
-			if (!alter_builds_index((AlterTableStmt *) stmt))
-				return false;
-			break;
-		case T_RefreshMatViewStmt:
-			/* a new heap, its indexes rebuilt (CONCURRENTLY: none) */
-			if (((RefreshMatViewStmt *) stmt)->concurrent)
-				return false;
-			break;
-		default:
-			return false;
-	}
-	req->maintenance = true;
-	req->setting_kb = maintenance_kb;
-	req->units = 1 + Max(maintenance_workers, 0);
-	req->fixed = 0;
-	req->nodes = (int) req->units;
-	return true;
 }
 
 int

@@ -72,10 +72,12 @@ extern void bulkhead_memreq_plan(const PlannedStmt *plan, int work_mem_kb,
 
 /*
  * The request of a utility statement (run in ProcessUtilityContext
- * context): maintenance_work_mem x (1 + the parallel maintenance workers)
- * for CREATE INDEX (but CREATE TABLE's own, on its empty table), REINDEX,
- * CLUSTER (and 19's REPACK), VACUUM and an ALTER TABLE that builds or
- * rebuilds an index; false, no request, for any other.
+ * context; utilreq.c): maintenance_work_mem x (1 + the parallel
+ * maintenance workers) for CREATE INDEX (but CREATE TABLE's own, on its
+ * empty table), REINDEX, CLUSTER (and 19's REPACK), VACUUM, REFRESH
+ * MATERIALIZED VIEW and an ALTER TABLE that builds an index or rewrites
+ * the table; false, no request, for any other.  May look the relation up
+ * in the catalogs (no lock).
  */
 extern bool bulkhead_memreq_utility(Node *stmt, int context, int maintenance_kb,
 									int maintenance_workers,
