@@ -95,8 +95,17 @@ type_rewrites(TypeName *type_name)
 			return true;
 	}
 	typid = LookupTypeNameOid(NULL, type_name, true);
-	return OidIsValid(typid) && get_typtype(typid) == TYPTYPE_DOMAIN &&
-		DomainHasConstraints(typid);
+	if (!OidIsValid(typid) || get_typtype(typid) != TYPTYPE_DOMAIN)
+		return false;
+#if PG_VERSION_NUM >= 190000
+	{
+		bool		has_volatile;
+
+		return DomainHasConstraints(typid, &has_volatile);
+	}
+#else
+	return DomainHasConstraints(typid);
+#endif
 }
 
 /*
