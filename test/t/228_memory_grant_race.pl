@@ -27,15 +27,11 @@ use warnings;
 use FindBin;
 use lib $FindBin::RealBin;
 use BulkheadTest;
-use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(usleep);
 
-my $gdb = `command -v gdb 2>/dev/null`;
-chomp $gdb;
-plan skip_all => 'gdb is not installed' if $gdb eq '';
+plan skip_all => 'gdb is not installed' if gdb_path() eq '';
 
 # the line of the check after the lock (the state read unlocked then, the
 # local flag now), after the queueing in bulkhead_grants_acquire
@@ -81,47 +77,19 @@ is(granted(), '2097152', 'the holder\'s cursor has the 2MB of rg');
 my ($w, $wpid) = verbose_session($node);
 sql($w, $in_rg);
 
-# gdb stops the waiter at the check, until the file $go exists
-my $go = $node->basedir . '/go';
-my ($gout, $gerr) = ('', '');
-my $g = IPC::Run::start(
-	[
-		$gdb, '-p', $wpid, '-batch',
-		'-ex', "break grants.c:$line",
-		'-ex', 'continue',
-		'-ex', "shell while [ ! -f $go ]; do sleep 0.1; done",
-		'-ex', 'detach'
-	],
-	'>', \$gout, '2>', \$gerr);
-my $deadline = time() + 60;
-while ($gout !~ /Breakpoint 1 at/ && time() < $deadline)
-{
-	$g->pump_nb;
-	usleep(100_000);
-}
-ok($gout =~ /Breakpoint 1 at/, 'gdb holds a breakpoint in the waiter') or diag "$gout\n$gerr";
-usleep(500_000);    # (gdb's continue)
+# gdb stops the waiter at the check, until gdb_go
+my $g = gdb_break($node, $wpid, "grants.c:$line", 'the waiter');
 
 send_async($w, "$sorted;");
-while ($gout !~ /Breakpoint 1,/ && time() < $deadline)
+if (!gdb_hit($g, 'the waiter queued, released the lock and stopped before its check'))
 {
-	$g->pump_nb;
-	usleep(100_000);
-}
-if (!ok($gout =~ /Breakpoint 1,/, 'the waiter queued, released the lock and stopped before its check'))
-{
-	# (gdb would wait for ever in its continue: it goes, and so does the test)
-	diag "$gout\n$gerr";
-	$g->kill_kill;
-	kill 'CONT', $wpid;
 	done_testing();
 	exit;
 }
 
 # the holder returns its grant: that serves the waiter, in the window
 sql($h, 'CLOSE c; COMMIT');
-append_to_file($go, 'go');
-$g->finish;
+gdb_go($g);
 my ($out, $err) = finish_async($w);
 is("$out$err", '10', 'the waiter\'s statement ran');
 

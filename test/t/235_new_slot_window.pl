@@ -23,15 +23,11 @@ use warnings;
 use FindBin;
 use lib $FindBin::RealBin;
 use BulkheadTest;
-use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(usleep);
 
-my $gdb = `command -v gdb 2>/dev/null`;
-chomp $gdb;
-plan skip_all => 'gdb is not installed' if $gdb eq '';
+plan skip_all => 'gdb is not installed' if gdb_path() eq '';
 
 my $node = bulkhead_node('new_slot_window',
 	conf => "work_mem = '1MB'\nmax_parallel_workers_per_gather = 0\n");
@@ -46,40 +42,14 @@ my $worker = $node->safe_psql('postgres',
 	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'bulkhead'");
 ok($worker =~ /^\d+$/, 'the bulkhead worker runs');
 
-my $go = $node->basedir . '/go';
-my ($gout, $gerr) = ('', '');
-my $g = IPC::Run::start(
-	[
-		$gdb, '-p', $worker, '-batch',
-		'-ex', 'break bulkhead_grants_claim if name[0] == 110 && name[1] == 119 && name[2] == 0',
-		'-ex', 'continue',
-		'-ex', "shell while [ ! -f $go ]; do sleep 0.1; done",
-		'-ex', 'detach'
-	],
-	'>', \$gout, '2>', \$gerr);
-my $deadline = time() + 60;
-while ($gout !~ /Breakpoint 1 at/ && time() < $deadline)
-{
-	$g->pump_nb;
-	usleep(100_000);
-}
-ok($gout =~ /Breakpoint 1 at/, 'gdb holds a breakpoint in the worker') or diag "$gout\n$gerr";
-usleep(500_000);    # (gdb's continue)
+my $g = gdb_break($node, $worker, 'bulkhead_grants_claim if name[0] == 110 && name[1] == 119 && name[2] == 0', 'the worker');
 
 $node->safe_psql('postgres', q{
 	INSERT INTO bulkhead_workload (name, max_running, max_queued, queue_timeout,
 	                               max_memory, memory_timeout)
 	VALUES ('nw', 8, 8, '60s', '3MB', '60s');});
-while ($gout !~ /Breakpoint 1,/ && time() < $deadline)
+if (!gdb_hit($g, 'the worker stopped in its load of nw, before the grants\' copy'))
 {
-	$g->pump_nb;
-	usleep(100_000);
-}
-if (!ok($gout =~ /Breakpoint 1,/, 'the worker stopped in its load of nw, before the grants\' copy'))
-{
-	diag "$gout\n$gerr";
-	$g->kill_kill;
-	kill 'CONT', $worker;
 	done_testing();
 	exit;
 }
@@ -91,8 +61,7 @@ my $h = session($node);
 sql($h, $in_nw);
 is(sql($h, "BEGIN; DECLARE c CURSOR FOR $sorted; FETCH 1 FROM c;"), '10', 'a cursor of nw is open');
 
-append_to_file($go, 'go');
-$g->finish;
+gdb_go($g);
 ok(poll_until($node, "SELECT count(*) > 0 FROM bulkhead_memory_stats() WHERE workload = 'nw' AND max_memory = '3MB'"),
 	'the worker finished its load');
 

@@ -11,6 +11,7 @@ use warnings;
 use Digest::MD5 qw(md5_hex);
 use Exporter 'import';
 use Fcntl qw(:flock);
+use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -21,6 +22,7 @@ our @EXPORT = qw(
   close_session poll_until stats activity_states waiting_backends
   worker_pid all_counts queue_recorders grant_order finish_recorders
   budget_violations levels_hold lanes_paired lane_functions
+  gdb_path gdb_break gdb_hit gdb_go
 );
 
 # Every node these tests make is UTF8 with the C locale, whatever the
@@ -483,6 +485,79 @@ sub levels_hold
 		usleep(50_000);
 	}
 	return is($v, '', "$label: every level counts what is held, within its limit, counters paired");
+}
+
+# --- gdb: hold a process at a breakpoint, then let it go ------------------
+# A test that needs gdb skips itself without it:
+#   plan skip_all => 'gdb is not installed' if gdb_path() eq '';
+
+# gdb's path, '' without it
+sub gdb_path
+{
+	my $gdb = `command -v gdb 2>/dev/null`;
+	chomp $gdb;
+	return $gdb;
+}
+
+# Attach gdb to $pid with a breakpoint at $where (gdb's syntax, a condition
+# allowed); it stops there, the first time, until gdb_go.  Passes a test
+# once the breakpoint is set.  Returns the handle for gdb_hit and gdb_go.
+sub gdb_break
+{
+	my ($node, $pid, $where, $name) = @_;
+	my $b = {
+		pid => $pid,
+		go => $node->basedir . '/gdb_go_' . $pid . '_' . int(time() * 1000),
+		out => '',
+		err => '',
+		deadline => time() + 60
+	};
+	$b->{run} = IPC::Run::start(
+		[
+			gdb_path(), '-p', $pid, '-batch',
+			'-ex', "break $where",
+			'-ex', 'continue',
+			'-ex', "shell while [ ! -f $b->{go} ]; do sleep 0.1; done",
+			'-ex', 'detach'
+		],
+		'>', \$b->{out}, '2>', \$b->{err});
+	while ($b->{out} !~ /Breakpoint 1 at/ && time() < $b->{deadline})
+	{
+		$b->{run}->pump_nb;
+		usleep(100_000);
+	}
+	ok($b->{out} =~ /Breakpoint 1 at/, "gdb holds a breakpoint in $name")
+	  or diag "$b->{out}\n$b->{err}";
+	usleep(500_000);    # (gdb's continue)
+	return $b;
+}
+
+# Has the process stopped at the breakpoint?  A test named $test_name.  If
+# not (in 60 s from gdb_break), gdb is killed and the process continued:
+# the caller ends its test there.
+sub gdb_hit
+{
+	my ($b, $test_name) = @_;
+	while ($b->{out} !~ /Breakpoint 1,/ && time() < $b->{deadline})
+	{
+		$b->{run}->pump_nb;
+		usleep(100_000);
+	}
+	return 1 if ok($b->{out} =~ /Breakpoint 1,/, $test_name);
+	# (gdb would wait for ever in its continue: it goes, and so does the test)
+	diag "$b->{out}\n$b->{err}";
+	$b->{run}->kill_kill;
+	kill 'CONT', $b->{pid};
+	return 0;
+}
+
+# Let the process go on, gdb detached
+sub gdb_go
+{
+	my ($b) = @_;
+	append_to_file($b->{go}, 'go');
+	$b->{run}->finish;
+	return;
 }
 
 1;
