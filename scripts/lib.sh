@@ -17,7 +17,7 @@ BH_BINDIR=/usr/lib/postgresql/15/bin
 BH_PACKAGES=(postgresql-15 postgresql-server-dev-15 postgresql-contrib
              libipc-run-perl make gcc perl prometheus-postgres-exporter
              prometheus postgresql-server-dev-all debhelper dpkg-dev lintian
-             autopkgtest python3)
+             autopkgtest python3 gdb)
 
 bh_say()  { printf '==> %s\n' "$*"; }
 bh_warn() { printf 'warning: %s\n' "$*" >&2; }
