@@ -74,7 +74,7 @@ foreach my $case (['delete', q{DELETE FROM bulkhead_workload WHERE name = 'c1'},
 	my ($s, $pid) = in_workload($sibling);
 	send_async($s, "DECLARE s CURSOR FOR $sorted;");
 	ok( poll_until($node, qq{
-			SELECT state = 'waiting for memory' FROM bulkhead_activity WHERE pid = $pid}, 5),
+			SELECT state = 'waiting for memory' FROM bulkhead_activity WHERE pid = $pid}),
 		"$what: the sibling's statement waits for the budget's memory");
 	is($node->safe_psql('postgres', "SELECT sum(memory_granted) FROM bulkhead_activity"),
 		'2097152', "$what: 2 MB granted in the budget's subtree (3 MB), not 4 MB");

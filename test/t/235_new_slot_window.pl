@@ -71,7 +71,7 @@ is($node->safe_psql('postgres', "SELECT memory_granted FROM bulkhead_stats WHERE
 my ($w, $wpid) = verbose_session($node);
 sql($w, $in_nw);
 send_async($w, "BEGIN; DECLARE c CURSOR FOR $sorted;");
-ok(poll_until($node, "SELECT state = 'waiting for memory' FROM bulkhead_activity WHERE pid = $wpid", 5),
+ok(poll_until($node, "SELECT state = 'waiting for memory' FROM bulkhead_activity WHERE pid = $wpid"),
 	'a second 2 MB statement of nw waits (3 MB: 2 MB held)');
 sql($h, 'ROLLBACK');
 finish_async($w);

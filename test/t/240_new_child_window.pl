@@ -74,7 +74,7 @@ is($node->safe_psql('postgres', "SELECT memory_granted FROM bulkhead_stats WHERE
 my ($w, $wpid) = verbose_session($node);
 is(sql($w, "BEGIN; SELECT bulkhead_acquire_xact('sib');"), '', 'a session takes a permit of sib');
 send_async($w, "DECLARE s CURSOR FOR $sorted;");
-ok(poll_until($node, "SELECT state = 'waiting for memory' FROM bulkhead_activity WHERE pid = $wpid", 5),
+ok(poll_until($node, "SELECT state = 'waiting for memory' FROM bulkhead_activity WHERE pid = $wpid"),
 	'a sibling\'s 2 MB statement waits (budget 3 MB: 2 MB held)');
 sql($h, 'ROLLBACK');
 finish_async($w);
