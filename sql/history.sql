@@ -68,13 +68,14 @@ SELECT sum(acquired) AS acquired, sum(released) AS released,
        max(peak_queued) AS peak_queued, count(hold_p99_ms) > 0 AS hold_measured
   FROM bulkhead_history WHERE workload = 'hist';
 -- every row is whole: an interval that ends after it starts, counts that
--- are not negative, a percentile only where something ended
+-- are not negative, a percentile only where something ended (a grant that
+-- moved from another lane counts in moved_in, its wait in wait_p99_ms)
 SELECT count(*) AS malformed FROM bulkhead_history
  WHERE interval_end <= interval_start
     OR least(acquired, released, rejected_full, timed_out, cancelled,
              moved_in, moved_out, memory_waits, peak_running, peak_queued,
              peak_memory_granted) < 0
-    OR (wait_p99_ms IS NOT NULL AND acquired = 0)
+    OR (wait_p99_ms IS NOT NULL AND acquired + moved_in = 0)
     OR (hold_p99_ms IS NOT NULL AND released + moved_out = 0);
 -- a reset between two samples counts from zero: the history goes on
 SELECT bulkhead_stats_reset('hist');
