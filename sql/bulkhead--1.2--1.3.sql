@@ -52,10 +52,8 @@ CREATE OR REPLACE VIEW @extschema@.bulkhead_stats AS
       FROM @extschema@.bulkhead_stats() s
       LEFT JOIN @extschema@.bulkhead_lane_settings() l ON l.workload = s.workload;
 
--- 1.3: the workload the calling session's next statement would run in if
--- it were query, and why (inside a transaction block that holds its
--- automatic permit, a query no statement rule matches stays there: source
--- 'transaction'): the query is planned, not run.
+-- 1.3: the workload a query would take as the first statement of the
+-- calling session's transaction, and why: the query is planned, not run.
 -- STRICT, as bulkhead_classify(pid): bulkhead_classify(NULL), which may
 -- mean either, answers a row of NULLs.
 CREATE FUNCTION @extschema@.bulkhead_classify(
