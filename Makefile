@@ -58,7 +58,8 @@ OBJS = \
 DATA = sql/bulkhead--1.0.sql sql/bulkhead--1.1.sql sql/bulkhead--1.0--1.1.sql \
 	sql/bulkhead--1.2.sql sql/bulkhead--1.1--1.2.sql \
 	sql/bulkhead--1.3.sql sql/bulkhead--1.2--1.3.sql \
-	sql/bulkhead--1.4.sql sql/bulkhead--1.3--1.4.sql
+	sql/bulkhead--1.4.sql sql/bulkhead--1.3--1.4.sql \
+	sql/bulkhead--1.5.sql sql/bulkhead--1.4--1.5.sql
 PG_CPPFLAGS = -I$(srcdir)/src
 # hidden: see src/base.h
 PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Werror \

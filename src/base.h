@@ -63,7 +63,7 @@ extern int no_such_variable
 #endif
 
 /* The library's version: the newest SQL version it serves (bulkhead.control) */
-#define BULKHEAD_VERSION		"1.4"
+#define BULKHEAD_VERSION		"1.5"
 
 #define BULKHEAD_NAME_MAXLEN	63	/* bytes, without the terminator */
 

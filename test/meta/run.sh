@@ -116,7 +116,7 @@ check('prereqs: PostgreSQL %r is the oldest major tested (%s)'
 
 # released install and upgrade scripts are never edited again: each one
 # listed in test/meta/released.sha256 (sql/ file names, as sha256sum
-# writes them) still has its recorded SHA-256 sum; 1.0 to 1.3 are
+# writes them) still has its recorded SHA-256 sum; 1.0 to 1.4 are
 # released
 import hashlib
 released = {}
@@ -133,7 +133,7 @@ for name, digest in sorted(released.items()):
         actual = str(e)
     check('released script %s is unchanged' % name, actual == digest,
           'its SHA-256 is %s, released as %s' % (actual, digest))
-for v in ('1.0', '1.1', '1.2', '1.3'):
+for v in ('1.0', '1.1', '1.2', '1.3', '1.4'):
     check('the %s install script is recorded as released' % v,
           'bulkhead--%s.sql' % v in released)
 

@@ -1,5 +1,5 @@
-# 080_upgrade.pl: the upgrade path, 1.0 -> 1.1 -> 1.2 -> 1.3 -> 1.4, and to
-# 1.4 from a fresh install of each earlier release.  A 1.0 install keeps
+# 080_upgrade.pl: the upgrade path, 1.0 -> 1.1 -> 1.2 -> 1.3 -> 1.4 -> 1.5,
+# and to 1.5 from a fresh install of each earlier release.  A 1.0 install keeps
 # working with the new library until it is updated; each ALTER EXTENSION
 # bulkhead UPDATE keeps the workloads; afterwards the extension's objects
 # are exactly those of a fresh CREATE EXTENSION at the default version (compared through the catalogs by
@@ -17,7 +17,7 @@ use Test::More;
 use BulkheadTest;
 
 my $objects_sql = slurp_file("$FindBin::RealBin/extension_objects.sql");
-my $default_version = '1.4';
+my $default_version = '1.5';
 
 my $node = PostgreSQL::Test::Cluster->new('upgrade');
 $node->init;
@@ -170,13 +170,18 @@ is($node->safe_psql('postgres', q{
 		SELECT bulkhead_release('batch');}),
 	"\n1\n", 'permits work after the update');
 
-# fourth step: 1.3 -> 1.4 (the default version).  The operator closes the
-# views to all but a role and makes views on them: the update keeps both.
+# fourth step: 1.3 -> 1.4, then (fifth) 1.4 -> 1.5, the default version.
+# The operator closes the views to all but a role and makes views on them:
+# both updates keep both.
 $node->safe_psql('postgres', q{
 	REVOKE SELECT ON bulkhead_stats, bulkhead_activity FROM PUBLIC;
 	GRANT SELECT ON bulkhead_stats, bulkhead_activity TO bh_reader;
 	CREATE VIEW my_stats AS SELECT workload, running FROM bulkhead_stats;
 	CREATE VIEW my_activity AS SELECT pid, workload FROM bulkhead_activity;});
+$node->safe_psql('postgres', "ALTER EXTENSION bulkhead UPDATE TO '1.4'");
+is($node->safe_psql('postgres',
+		"SELECT extversion FROM pg_extension WHERE extname = 'bulkhead'"),
+	'1.4', 'updated to 1.4');
 $node->safe_psql('postgres', 'ALTER EXTENSION bulkhead UPDATE');
 is($node->safe_psql('postgres',
 		"SELECT extversion FROM pg_extension WHERE extname = 'bulkhead'"),
@@ -189,7 +194,7 @@ is($node->safe_psql('postgres', q{
 		       (SELECT count(*) FROM my_stats), (SELECT count(*) FROM my_activity)}),
 	'f|t|f|t|2|0',
 	"the update to $default_version keeps the privileges on the views and the views on them");
-# 1.4's new views (issue 42), as bulkhead_stats: any role reads them, only
+# 1.4's views (issue 42), as bulkhead_stats: any role reads them, only
 # superusers reset the statements' figures
 is($node->safe_psql('postgres', q{
 		SELECT has_table_privilege('public', 'bulkhead_history', 'SELECT'),
@@ -197,7 +202,7 @@ is($node->safe_psql('postgres', q{
 		       has_function_privilege('public', 'bulkhead_statements_reset()', 'EXECUTE'),
 		       (SELECT count(*) >= 0 FROM bulkhead_history),
 		       (SELECT count(*) FROM bulkhead_statements)}),
-	't|t|f|t|0', "the update to $default_version adds bulkhead_history and bulkhead_statements, readable by all");
+	't|t|f|t|0', "the updates to $default_version add bulkhead_history and bulkhead_statements, readable by all");
 $node->safe_psql('postgres', q{
 	DROP VIEW my_stats, my_activity;
 	GRANT SELECT ON bulkhead_stats, bulkhead_activity TO PUBLIC;
@@ -232,7 +237,7 @@ ok($updated eq $fresh,
 # default version has the objects of a fresh install too; so has 1.0 updated
 # in one step through every script in between (ALTER EXTENSION finds the
 # path).
-foreach my $from ('1.3', '1.2', '1.1', '1.0')
+foreach my $from ('1.4', '1.3', '1.2', '1.1', '1.0')
 {
 	my $db = 'from_' . ($from =~ s/\./_/r);
 	$node->safe_psql('postgres', "CREATE DATABASE $db");
