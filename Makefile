@@ -8,60 +8,29 @@
 
 EXTENSION = bulkhead
 MODULE_big = bulkhead
+# src/ by subsystem, each folder's README first; a folder calls only the
+# folders listed before it (test/structure/folders.order)
 OBJS = \
-	src/bulkhead.o \
-	src/shmem.o \
-	src/stats.o \
-	src/statsfile.o \
-	src/slot.o \
-	src/budget.o \
-	src/keys.o \
-	src/admit.o \
-	src/blockers.o \
-	src/local.o \
-	src/guard.o \
-	src/waitgraph.o \
-	src/proof.o \
-	src/deadlock.o \
-	src/permit.o \
-	src/functions.o \
-	src/views.o \
-	src/rules.o \
-	src/follow.o \
-	src/caps.o \
-	src/capsparse.o \
-	src/memreq.o \
-	src/utilreq.o \
-	src/grants.o \
-	src/grantlevel.o \
-	src/grantstate.o \
-	src/memory.o \
-	src/memviews.o \
-	src/statements.o \
-	src/waitlog.o \
-	src/lanes.o \
-	src/gate.o \
-	src/statement.o \
-	src/utility.o \
-	src/hooks.o \
-	src/disclose.o \
-	src/treecheck.o \
-	src/catalog.o \
-	src/tables.o \
-	src/loader.o \
-	src/cpus.o \
-	src/holders.o \
-	src/adaptive.o \
-	src/holds.o \
-	src/history.o \
-	src/worker.o
+	src/shmem/shmem.o src/shmem/stats.o \
+	src/acl/disclose.o \
+	src/workload/admit.o src/workload/blockers.o src/workload/budget.o src/workload/keys.o src/workload/slot.o src/workload/statsfile.o \
+	src/record/statements.o src/record/waitlog.o \
+	src/deadlock/deadlock.o src/deadlock/deadlockfree.o src/deadlock/waitgraph.o \
+	src/guards/caps.o src/guards/capsparse.o src/guards/guard.o \
+	src/permit/local.o src/permit/movedpermit.o src/permit/permit.o src/permit/permitfuncs.o \
+	src/memory/grantlevel.o src/memory/grants.o src/memory/grantstate.o src/memory/memory.o src/memory/memreq.o src/memory/utilreq.o \
+	src/config/catalog.o src/config/rules.o src/config/tables.o src/config/treecheck.o \
+	src/statement/hooks.o src/statement/lanes.o src/statement/toplevel.o src/statement/transparent.o src/statement/utility.o \
+	src/views/history.o src/views/memviews.o src/views/views.o \
+	src/worker/adaptive.o src/worker/cpus.o src/worker/holdersample.o src/worker/loader.o src/worker/runaway.o src/worker/worker.o \
+	src/bulkhead.o
 DATA = sql/bulkhead--1.0.sql sql/bulkhead--1.1.sql sql/bulkhead--1.0--1.1.sql \
 	sql/bulkhead--1.2.sql sql/bulkhead--1.1--1.2.sql \
 	sql/bulkhead--1.3.sql sql/bulkhead--1.2--1.3.sql \
 	sql/bulkhead--1.4.sql sql/bulkhead--1.3--1.4.sql \
 	sql/bulkhead--1.5.sql sql/bulkhead--1.4--1.5.sql
 PG_CPPFLAGS = -I$(srcdir)/src
-# hidden: see src/base.h
+# hidden: see src/shmem/base.h
 PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Werror \
 	-fvisibility=hidden
 

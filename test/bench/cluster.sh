@@ -60,7 +60,7 @@ bench_prepare() {
 }
 
 # bench_build_without_stats: a second build, without the latency statistics,
-# in $BENCH_BUILDS/without (see BULKHEAD_NO_LATENCY_STATS in src/stats.h)
+# in $BENCH_BUILDS/without (see BULKHEAD_NO_LATENCY_STATS in src/shmem/stats.h)
 bench_build_without_stats() {
     [ -f "$BENCH_BUILDS/without/bulkhead.so" ] && return
     bh_copy_tree "$top" "$BENCH_BUILDS/without"

@@ -2,7 +2,7 @@
 # test/bench/deadlock_check.sh: what one deadlock search costs, with HOLDERS
 # backends holding a workload's permits and WAITERS queued for it.  Each
 # waiter tests every deadlock_timeout (100 ms here) whether it must search
-# the wait graph (src/deadlock.c, "When the search runs"; the search is src/waitgraph.c); each search logs,
+# the wait graph (src/deadlock/deadlock.c, "When the search runs"; the search is src/deadlock/waitgraph.c); each search logs,
 # at DEBUG1, how many backends it read, how many lock waits it asked
 # pg_blocking_pids about, and how long it took; this script collects those
 # lines.  Two shapes: holders idle in their transactions (the cheap test

@@ -9,7 +9,7 @@
  * gated transactions (bulkhead.workload, scope 'auto', switched on and off),
  * SET LOCAL and plain SET of the four guarded settings, and savepoints
  * (SAVEPOINT, ROLLBACK TO, RELEASE, nested).  The client keeps a model of
- * what the settings must be under the rules of src/guard.c, and after every
+ * what the settings must be under the rules of src/guards/guard.c, and after every
  * step reads all four with SHOW (one round trip) and compares: a difference
  * is a violation.  Outside a transaction the current value is the
  * session-level value, so each transaction's end checks that one too.

@@ -1,4 +1,4 @@
-# The early gate (gate.c) runs when the planner starts on a client's
+# The early gate (transparent.c) runs when the planner starts on a client's
 # top-level statement, not at its parse analysis: a protocol-level Parse
 # that no Bind/Execute follows in its transaction (PQprepare, psql's \parse,
 # pgbench -M prepared, drivers that prepare before they execute) plans

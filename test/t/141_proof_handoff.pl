@@ -1,4 +1,4 @@
-# Waiters that sleep on a workload's proof (proof.c) must still see a cycle
+# Waiters that sleep on a workload's proof (deadlockfree.c) must still see a cycle
 # that closes through one of them within about deadlock_timeout, when the
 # workload's holders change under them.  Four waiters queue for the only
 # permit, held by h, which waits for a row lock of x (x waits for nothing):

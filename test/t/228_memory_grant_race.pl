@@ -35,7 +35,7 @@ plan skip_all => 'gdb is not installed' if gdb_path() eq '';
 
 # the line of the check after the lock (the state read unlocked then, the
 # local flag now), after the queueing in bulkhead_grants_acquire
-my $src = slurp_file("$FindBin::RealBin/../../src/grants.c");
+my $src = slurp_file("$FindBin::RealBin/../../src/memory/grants.c");
 my @lines = split /\n/, $src;
 my ($in_acquire, $released, $line) = (0, 0, undef);
 for my $i (0 .. $#lines)

@@ -1,0 +1,380 @@
+/*-------------------------------------------------------------------------
+ *
+ * memory.c
+ *	  Memory grants (1.4), this backend's side.  When a statement's
+ *	  executor starts (after its lane is known, before the standard start,
+ *	  since several nodes fix their limit there), its plan's request is
+ *	  granted, at once or after a wait; when it ends, the grant is returned.
+ *	  A utility that uses maintenance_work_mem (CREATE INDEX, REINDEX,
+ *	  CLUSTER, VACUUM) is granted it for its whole run, its own commits
+ *	  included.
+ *
+ * Which workload.  A statement is charged to the transaction's automatic
+ * permit's workload (where it is now); without one, to the permit this
+ * backend took last; without any, to the server's limit alone
+ * (bulkhead.max_memory), where it never waits: it is granted what is free,
+ * and while others wait only its floor.  Not
+ * charged at all: what runs in a process other than a client backend
+ * (parallel workers are counted in their leader's request), EXPLAIN
+ * without ANALYZE, and everything while no memory limit is set anywhere.
+ *
+ * A statement that holds a grant never waits for another: while this
+ * backend holds one (an outer statement, an open cursor), a statement is
+ * granted what is free at once, shrunk to it.  So memory waits never wait
+ * on one another.
+ *
+ * Held to it.  A statement runs each of its executor's phases with the
+ * values its grant was worked out with, as caps (caps.c): work_mem and
+ * hash_mem_multiplier (a utility, maintenance_work_mem and its parallel
+ * workers) lowered to fit its grant when it runs shrunk, never below 64 kB
+ * (1 MB), and never raised above them by a SET between its phases (a
+ * cursor's FETCH after a SET work_mem).  A set_config() inside one of its
+ * phases is beyond reach: the nodes that begin after it in that phase see
+ * it (doc/memory.md says so).
+ *
+ * Ends.  Its executor's end returns a grant; an error returns what the
+ * failed (sub)transaction's statements held and what was running in it (a
+ * cursor whose FETCH failed in a savepoint: a failed portal never reaches
+ * its executor's end), a commit what is left, the exit everything.  A wait
+ * ended by an error is cleaned up by grants.c.
+ *
+ * Owns backend-local state only: held[], the grants this backend holds.
+ * Called by hooks.c and bulkhead.c; calls grants.c, memreq.c, local.c,
+ * caps.c, mayrun.h (may the user run the plan?), and statements.c and
+ * waitlog.c (what a grant met, 1.4).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "memory/memory.h"
+#include "guards/caps.h"
+#include "memory/grants.h"
+#include "permit/local.h"
+#include "memory/memreq.h"
+#include "acl/mayrun.h"
+#include "record/statements.h"
+#include "record/waitlog.h"
+#include "memory/grantstate.h"
+#include "memory/utilreq.h"
+
+#include "access/parallel.h"
+#include "access/xact.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "utils/memutils.h"
+
+/* One grant this backend holds */
+typedef struct HeldGrant
+{
+	const void *owner;			/* its QueryDesc, or its utility's Node */
+	bool		utility;		/* held over its utility's own commits */
+	bool		shrunk;
+	SubTransactionId subid;		/* where it was granted */
+	SubTransactionId active_in; /* a phase of it runs, begun in this
+								 * subtransaction; Invalid: none */
+	int64		requested;
+	double		asked[BULKHEAD_NUM_CAPS];	/* the settings asked with */
+	BulkheadGrant grant;
+	BulkheadCaps pins;			/* the settings it runs with */
+} HeldGrant;
+
+static HeldGrant *held = NULL;	/* TopMemoryContext */
+static int	maxheld = 0;
+static bool exit_registered = false;
+
+int			bulkhead_memory_nheld = 0;
+
+/* Return held[i] and take it out of the list.  Never throws. */
+static void
+release_at(int i)
+{
+	bulkhead_grants_release(&held[i].grant, held[i].requested);
+	bulkhead_memory_nheld--;
+	if (i < bulkhead_memory_nheld)
+		memmove(&held[i], &held[i + 1], sizeof(HeldGrant) * (bulkhead_memory_nheld - i));
+}
+
+/* The newest grant of owner, or -1 */
+static int
+find(const void *owner)
+{
+	int			i;
+
+	for (i = bulkhead_memory_nheld - 1; i >= 0; i--)
+		if (held[i].owner == owner)
+			return i;
+	return -1;
+}
+
+static void
+memory_exit(int code, Datum arg)
+{
+	bulkhead_grants_wait_cleanup();
+	while (bulkhead_memory_nheld > 0)
+		release_at(bulkhead_memory_nheld - 1);
+}
+
+/* Room for one more grant (before any is taken: this may throw) */
+static void
+make_room(void)
+{
+	if (!exit_registered)
+	{
+		before_shmem_exit(memory_exit, (Datum) 0);
+		exit_registered = true;
+	}
+	if (bulkhead_memory_nheld < maxheld)
+		return;
+	maxheld = Max(maxheld * 2, 8);
+	held = held == NULL ?
+		MemoryContextAlloc(TopMemoryContext, sizeof(HeldGrant) * maxheld) :
+		repalloc(held, sizeof(HeldGrant) * maxheld);
+}
+
+/*
+ * The workload a statement is charged to: the automatic permit's, where it
+ * is now; else the permit taken last; -1 without any.
+ */
+static int
+charged_slot(void)
+{
+	TimestampTz latest = 0;
+	int			chosen = -1;
+	int			i;
+
+	if (bulkhead_local == NULL || bulkhead_nheld == 0)
+		return -1;
+	for (i = 0; i < bulkhead_shared->permits_per_backend; i++)
+	{
+		BulkheadLocalPermit *p = &bulkhead_local[i];
+
+		if (!p->held)
+			continue;
+		if (p->scope == BULKHEAD_SCOPE_AUTO)
+			return *((volatile int16 *) &bulkhead_my_entry(i)->workload);
+		if (chosen < 0 || p->acquired_in >= latest)
+		{
+			chosen = *((volatile int16 *) &bulkhead_my_entry(i)->workload);
+			latest = p->acquired_in;
+		}
+	}
+	return chosen;
+}
+
+/*
+ * Grant req to a statement of workload slotno, owned by owner, asked with
+ * settings (a, b): work_mem and hash_mem_multiplier, or for a utility
+ * maintenance_work_mem and its parallel workers.  Returns the settings to
+ * hold it to.
+ */
+static const BulkheadCaps *
+grant(const void *owner, bool utility, int slotno, const BulkheadMemRequest *req,
+	  int cap_a, double a, int cap_b, double b)
+{
+	BulkheadGrantOutcome outcome;
+	HeldGrant  *h;
+	int			stale = find(owner);
+	bool		may_wait;
+
+	/* a record of the same address is a failed executor's, left behind */
+	if (stale >= 0)
+		release_at(stale);
+	make_room();
+	may_wait = bulkhead_memory_nheld == 0;		/* one that holds a grant never waits */
+	h = &held[bulkhead_memory_nheld];
+	bulkhead_grants_acquire(slotno, req, may_wait, &h->grant, &outcome);
+	h->owner = owner;
+	h->utility = utility;
+	h->subid = GetCurrentSubTransactionId();
+	h->active_in = h->subid;
+	h->requested = bulkhead_memreq_bytes(req);
+	h->shrunk = outcome.setting_kb < req->setting_kb;
+	memset(h->asked, 0, sizeof(h->asked));
+	h->asked[cap_a] = a;
+	h->asked[cap_b] = b;
+	memset(&h->pins, 0, sizeof(BulkheadCaps));
+	h->pins.mask = (1 << cap_a) | (1 << cap_b);
+	h->pins.value[cap_a] = outcome.setting_kb;
+	h->pins.value[cap_b] = b;
+	bulkhead_memory_nheld++;
+	/* what it met (1.4, issue 42), once the grant is held and recorded */
+	bulkhead_statements_note_memory(slotno, h->requested, h->shrunk);
+	if (outcome.queued)
+		bulkhead_waitlog_memory(slotno, outcome.wait_us, h->shrunk);
+	return &h->pins;
+}
+
+/* May this process's statement be charged at all? */
+static bool
+chargeable(void)
+{
+	return MyBackendType == B_BACKEND && !IsParallelWorker() &&
+		bulkhead_shared != NULL;
+}
+
+const BulkheadCaps *
+bulkhead_memory_start(QueryDesc *queryDesc, int eflags)
+{
+	BulkheadMemRequest req;
+	int			slotno;
+
+	if (likely(!bulkhead_grants_active()) || !chargeable() ||
+		(eflags & EXEC_FLAG_EXPLAIN_ONLY))
+		return NULL;
+	slotno = charged_slot();
+	if (!bulkhead_grants_limited(slotno))
+		return NULL;
+	/* (the caller applied the caps in force: these are the values it runs with) */
+	bulkhead_memreq_plan(queryDesc->plannedstmt, work_mem, hash_mem_multiplier, &req);
+	if (req.units <= 0 && req.fixed <= 0)
+		return NULL;			/* no memory node: no lock */
+
+	/*
+	 * Not for a plan the user may not run (the executor fails next): its
+	 * request, shown and counted, would tell the planner's estimates, and
+	 * so the statistics pg_stats hides
+	 */
+	if (!bulkhead_may_run(queryDesc->plannedstmt))
+		return NULL;
+	return grant(queryDesc, false, slotno, &req, BULKHEAD_CAP_WORK_MEM, work_mem,
+				 BULKHEAD_CAP_HASH_MEM_MULTIPLIER, hash_mem_multiplier);
+}
+
+const BulkheadCaps *
+bulkhead_memory_pins_slow(QueryDesc *queryDesc)
+{
+	int			i = find(queryDesc);
+
+	if (i < 0)
+		return NULL;
+	held[i].active_in = GetCurrentSubTransactionId();
+	return &held[i].pins;
+}
+
+void
+bulkhead_memory_phase_done(QueryDesc *queryDesc)
+{
+	int			i;
+
+	if (likely(bulkhead_memory_nheld == 0) || (i = find(queryDesc)) < 0)
+		return;
+	held[i].active_in = InvalidSubTransactionId;
+}
+
+void
+bulkhead_memory_end(QueryDesc *queryDesc)
+{
+	int			i;
+
+	if (likely(bulkhead_memory_nheld == 0) || (i = find(queryDesc)) < 0)
+		return;
+	release_at(i);
+}
+
+const BulkheadCaps *
+bulkhead_memory_utility_start(Node *stmt, int context)
+{
+	BulkheadMemRequest req;
+	int			slotno;
+
+	if (likely(!bulkhead_grants_active()) || !chargeable())
+		return NULL;
+	slotno = charged_slot();
+	if (!bulkhead_grants_limited(slotno) ||
+		!bulkhead_memreq_utility(stmt, context, maintenance_work_mem,
+								 max_parallel_maintenance_workers, &req))
+		return NULL;
+	return grant(stmt, true, slotno, &req,
+				 BULKHEAD_CAP_MAINTENANCE_WORK_MEM, maintenance_work_mem,
+				 BULKHEAD_CAP_PARALLEL_MAINTENANCE, max_parallel_maintenance_workers);
+}
+
+void
+bulkhead_memory_utility_end(Node *stmt)
+{
+	bulkhead_memory_end((QueryDesc *) stmt);
+}
+
+double
+bulkhead_memory_asked(int cap, double live)
+{
+	int			i;
+
+	for (i = 0; i < bulkhead_memory_nheld; i++)
+		if (held[i].shrunk && (held[i].pins.mask & (1 << cap)))
+			return held[i].asked[cap];
+	return live;
+}
+
+/*
+ * Release the grants of subtransaction subid (and those of statements that
+ * were running in it: their executors died with it), or all (but
+ * utilities', which their own end returns, over their commits)
+ */
+static void
+release_where(bool all, SubTransactionId subid, bool keep_utility)
+{
+	int			i;
+
+	for (i = bulkhead_memory_nheld - 1; i >= 0; i--)
+		if ((all || held[i].subid == subid || held[i].active_in == subid) &&
+			!(keep_utility && held[i].utility))
+			release_at(i);
+}
+
+static void
+memory_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			bulkhead_grants_wait_cleanup();
+			if (bulkhead_memory_nheld > 0)
+				release_where(true, InvalidSubTransactionId, false);
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PREPARE:
+			/* a utility that commits internally keeps its grant */
+			if (bulkhead_memory_nheld > 0)
+				release_where(true, InvalidSubTransactionId, true);
+			break;
+		default:
+			break;
+	}
+}
+
+static void
+memory_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+						SubTransactionId parentSubid, void *arg)
+{
+	int			i;
+
+	switch (event)
+	{
+		case SUBXACT_EVENT_ABORT_SUB:
+			bulkhead_grants_wait_cleanup();
+			if (bulkhead_memory_nheld > 0)
+				release_where(false, mySubid, false);
+			break;
+		case SUBXACT_EVENT_COMMIT_SUB:
+			for (i = 0; i < bulkhead_memory_nheld; i++)
+			{
+				if (held[i].subid == mySubid)
+					held[i].subid = parentSubid;
+				if (held[i].active_in == mySubid)
+					held[i].active_in = parentSubid;
+			}
+			break;
+		default:
+			break;
+	}
+}
+
+void
+bulkhead_memory_init(void)
+{
+	RegisterXactCallback(memory_xact_callback, NULL);
+	RegisterSubXactCallback(memory_subxact_callback, NULL);
+}

@@ -1,0 +1,81 @@
+/*-------------------------------------------------------------------------
+ *
+ * memreq.h
+ *	  Memory grants (1.4): what a statement requests, from its plan or its
+ *	  utility command, by PostgreSQL's own limits (memreq.c).
+ *
+ * A request is kept in two parts: the part that follows work_mem (or
+ * maintenance_work_mem for a utility), units kB of it per kB of the
+ * setting, so that a statement can be shrunk by lowering the setting; and
+ * a fixed part, the planner's estimates of the hash tables that never
+ * spill (a hashed SetOp or SubPlan, RecursiveUnion's), which lowering
+ * work_mem does not shrink.
+ *
+ * Owns no state.  Called by memory.c (each statement) and lanes.c
+ * (bulkhead_classify(query)); calls no module.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BULKHEAD_MEMREQ_H
+#define BULKHEAD_MEMREQ_H
+
+#include "shmem/shmem.h"
+
+#include "nodes/plannodes.h"
+
+/* The lowest value a shrunk statement's setting is given, in kB */
+#define BULKHEAD_MEM_FLOOR_KB		64	/* work_mem's own minimum */
+#define BULKHEAD_MAINT_FLOOR_KB		1024	/* maintenance_work_mem's */
+
+typedef struct BulkheadMemRequest
+{
+	bool		maintenance;	/* a utility: the setting is
+								 * maintenance_work_mem, else work_mem */
+	int			setting_kb;		/* the setting's value the statement runs with
+								 * (its lane's caps applied) */
+	double		units;			/* kB requested per kB of the setting: the sum
+								 * over the memory nodes of their processes,
+								 * times hash_mem_multiplier for hashing */
+	double		fixed;			/* bytes that do not follow the setting */
+	int			nodes;			/* memory nodes (each one's processes counted) */
+} BulkheadMemRequest;
+
+/* The request in bytes with the setting at setting_kb */
+static inline double
+bulkhead_memreq_bytes_at(const BulkheadMemRequest *req, int setting_kb)
+{
+	return req->units * (double) setting_kb * 1024.0 + req->fixed;
+}
+
+static inline int64
+bulkhead_memreq_bytes(const BulkheadMemRequest *req)
+{
+	return (int64) Min(bulkhead_memreq_bytes_at(req, req->setting_kb),
+					   (double) (PG_INT64_MAX / 4));
+}
+
+/*
+ * The setting (kB) that makes req fit in avail bytes: the largest that
+ * does, at most the one it runs with, at least the floor (so a statement
+ * that must run in less than it fits can exceed avail by the floor per
+ * node, and by its fixed part).
+ */
+extern int	bulkhead_memreq_fit(const BulkheadMemRequest *req, int64 avail);
+
+/*
+ * The request of a plan run with work_mem at work_mem_kb and
+ * hash_mem_multiplier at hash_mult (the values its statement runs with).
+ * A plan without a memory node requests 0 (units and fixed 0).
+ */
+extern void bulkhead_memreq_plan(const PlannedStmt *plan, int work_mem_kb,
+								 double hash_mult, BulkheadMemRequest *req);
+
+/*
+ * A workload's max_memory as written ('700MB', '2GB', a number of kB) in
+ * bytes; false, reported at elevel (22023), for a value a memory setting
+ * refuses or one below 64 kB.
+ */
+extern bool bulkhead_memreq_parse_limit(const char *text, const char *workload,
+										int elevel, int64 *bytes);
+
+#endif							/* BULKHEAD_MEMREQ_H */

@@ -1,0 +1,13 @@
+/*-------------------------------------------------------------------------
+ *
+ * movedpermit.h
+ *	  A moved permit follows its new workload's guards (movedpermit.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BULKHEAD_MOVEDPERMIT_H
+#define BULKHEAD_MOVEDPERMIT_H
+
+extern void bulkhead_local_follow_moves(void);
+
+#endif							/* BULKHEAD_MOVEDPERMIT_H */

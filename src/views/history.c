@@ -1,0 +1,599 @@
+/*-------------------------------------------------------------------------
+ *
+ * history.c
+ *	  bulkhead_history (1.4): what admission did, a row per workload per
+ *	  interval, kept in a ring in shared memory.
+ *
+ * The background worker samples every workload at the end of each interval
+ * (bulkhead.history_interval; ends on multiples of it since 2000-01-01 UTC,
+ * so that minutes end at full minutes): each slot's statistics, read under
+ * its lock as bulkhead_stats reads them, less the last sample's; its peaks
+ * since the last sample (slot.c); the memory grants' peaks (grantstate.c).  An
+ * interval's percentiles come from the difference of the histograms.  The
+ * rows go into the ring (bulkhead.history_length intervals, the oldest
+ * overwritten) under the ring's lock.  The acquire and release paths never
+ * touch any of it: the peaks since the last sample are the one figure they
+ * keep for it (slot.c).
+ *
+ * Figures that go backwards.  A workload's statistics start again from zero
+ * when they are reset, when it is deleted and created again, and when its
+ * slot is given to another workload: its stats_reset changes, or a counter
+ * is below the last sample's.  The interval then counts from zero.  A slot
+ * free at the last sample counts from zero if its statistics are younger
+ * than this shared memory (a workload added); else (restored at start)
+ * the sample is only the base of the next interval.  Rows carry the
+ * workload's name, so that a slot given to another, a deletion or a rename
+ * leave older rows as they were.  An interval has a row for each workload
+ * defined at its end, and for each deleted one that did anything in it.
+ *
+ * The ring is saved to pg_stat/bulkhead_history.stat by the postmaster at a
+ * clean shutdown and read back (then removed) when it makes the shared
+ * memory, as the statistics are (statsfile.c); after a crash it starts
+ * empty.  What happened between the last sample and the shutdown is in no
+ * interval: the first after the start begins at the start.
+ *
+ * Owns BulkheadHistory (history.h says which lock protects what) and the
+ * settings bulkhead.history_interval and bulkhead.history_length.  Called
+ * by worker.c (the samples), bulkhead.c (init, shared memory, the file)
+ * and PostgreSQL's function manager; calls slot.c, stats.c, grantstate.c and
+ * shmem.c.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "views/history.h"
+#include "memory/grants.h"
+#include "workload/slot.h"
+#include "memory/grantstate.h"
+
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/fd.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"	/* funcapi.h includes it only up to 18 */
+
+PG_FUNCTION_INFO_V1(bulkhead_history);
+
+/*---- GUC variables ----*/
+int			bulkhead_history_interval = 60;
+int			bulkhead_history_length = 60;
+
+#define HISTORY_FILE		PGSTAT_STAT_PERMANENT_DIRECTORY "/bulkhead_history.stat"
+#define HISTORY_FILE_TMP	HISTORY_FILE ".tmp"
+#define HISTORY_MAGIC		0x42484831	/* "BHH1" */
+#define HISTORY_FORMAT		1
+
+/* The counters of a row, in the order of the view's columns */
+enum
+{
+	C_ACQUIRED,
+	C_RELEASED,
+	C_REJECTED_FULL,
+	C_TIMED_OUT,
+	C_CANCELLED,
+	C_MOVED_IN,
+	C_MOVED_OUT,
+	C_MEMORY_WAITS,				/* the view's last column */
+	NCOUNTS
+};
+
+/* One workload in one interval */
+typedef struct HistoryRow
+{
+	char		workload[NAMEDATALEN];
+	int64		count[NCOUNTS]; /* during the interval */
+	double		wait_p99_us;	/* of the waits that ended in it; -1: none */
+	double		hold_p99_us;	/* of the holds that ended in it; -1: none */
+	int32		peak_running;	/* highest during the interval */
+	int32		peak_queued;
+	int64		peak_memory_granted;	/* bytes */
+} HistoryRow;
+
+typedef struct HistoryInterval
+{
+	TimestampTz start;
+	TimestampTz end;
+	int32		nrows;
+} HistoryInterval;
+
+/* A slot's figures at the last sample (the worker's) */
+typedef struct HistoryPrev
+{
+	bool		valid;
+	TimestampTz stats_reset;
+	uint64		count[NCOUNTS];
+	BulkheadHistogram wait_hist;
+	BulkheadHistogram hold_hist;
+} HistoryPrev;
+
+typedef struct BulkheadHistory
+{
+	LWLock	   *lock;
+	int			length;			/* intervals in the ring */
+	int			nslots;			/* rows per interval at most */
+	TimestampTz started_at;		/* when this shared memory was made */
+	/* protected by lock */
+	int			next;			/* where the next interval goes */
+	int			count;			/* intervals kept, <= length */
+	HistoryInterval *intervals; /* length */
+	HistoryRow *rows;			/* length * nslots: interval i's at i * nslots */
+	/* the worker's alone */
+	TimestampTz last_sample;	/* end of the last interval; 0: none yet */
+	HistoryPrev *prev;			/* nslots */
+} BulkheadHistory;
+
+static BulkheadHistory *history = NULL;
+
+/* The worker's next interval end, and the setting it was computed for */
+static TimestampTz next_end = 0;
+static int	next_end_interval = 0;
+
+/*---- Settings and shared memory ----*/
+
+void
+bulkhead_history_init(void)
+{
+	DefineCustomIntVariable("bulkhead.history_interval",
+							"Length of an interval of bulkhead_history.",
+							"The background worker samples every workload at the end of each interval.",
+							&bulkhead_history_interval,
+							60, 1, 86400,
+							PGC_SIGHUP,
+							GUC_UNIT_S,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("bulkhead.history_length",
+							"Number of intervals bulkhead_history keeps.",
+							"The oldest interval is overwritten by the newest.",
+							&bulkhead_history_length,
+							60, 1, 1440,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+}
+
+static Size
+history_size(void)
+{
+	Size		size = MAXALIGN(sizeof(BulkheadHistory));
+
+	size = add_size(size, MAXALIGN(mul_size(bulkhead_history_length,
+											sizeof(HistoryInterval))));
+	size = add_size(size, MAXALIGN(mul_size(mul_size(bulkhead_history_length,
+													 bulkhead_max_workloads),
+											sizeof(HistoryRow))));
+	return add_size(size, mul_size(bulkhead_max_workloads, sizeof(HistoryPrev)));
+}
+
+void
+bulkhead_history_shmem_request(void)
+{
+	RequestAddinShmemSpace(history_size());
+	RequestNamedLWLockTranche("bulkhead history", 1);
+}
+
+bool
+bulkhead_history_shmem_startup(void)
+{
+	bool		found;
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	history = ShmemInitStruct("bulkhead history", history_size(), &found);
+	if (!found)
+	{
+		char	   *ptr = (char *) history + MAXALIGN(sizeof(BulkheadHistory));
+
+		memset(history, 0, history_size());
+		history->lock = &GetNamedLWLockTranche("bulkhead history")[0].lock;
+		history->length = bulkhead_history_length;
+		history->nslots = bulkhead_max_workloads;
+		history->started_at = GetCurrentTimestamp();
+		history->intervals = (HistoryInterval *) ptr;
+		ptr += MAXALIGN(sizeof(HistoryInterval) * history->length);
+		history->rows = (HistoryRow *) ptr;
+		ptr += MAXALIGN(sizeof(HistoryRow) * history->length * history->nslots);
+		history->prev = (HistoryPrev *) ptr;
+	}
+	LWLockRelease(AddinShmemInitLock);
+	return !found;
+}
+
+/*---- Sampling (the worker) ----*/
+
+/* A slot's figures, copied under its lock */
+typedef struct SlotSample
+{
+	bool		in_use;
+	bool		defined;
+	char		name[NAMEDATALEN];
+	int			peak_running;
+	int			peak_queued;
+	BulkheadStats stats;
+} SlotSample;
+
+static void
+read_slot(int i, SlotSample *s)
+{
+	BulkheadSlot *slot = &bulkhead_shared->slots[i];
+
+	bulkhead_slot_lock(slot, LW_EXCLUSIVE);
+	s->in_use = slot->in_use;
+	s->defined = slot->defined;
+	if (s->in_use)
+	{
+		strlcpy(s->name, slot->name, NAMEDATALEN);
+		memcpy(&s->stats, &slot->stats, sizeof(BulkheadStats));
+	}
+	/* a free slot's peaks start again too, for its next workload */
+	bulkhead_slot_take_peaks(slot, &s->peak_running, &s->peak_queued);
+	LWLockRelease(slot->lock);
+}
+
+static void
+counts_of(const BulkheadStats *st, uint64 *count)
+{
+	count[C_ACQUIRED] = st->acquired;
+	count[C_RELEASED] = st->released;
+	count[C_REJECTED_FULL] = st->rejected_full;
+	count[C_TIMED_OUT] = st->timed_out;
+	count[C_CANCELLED] = st->cancelled;
+	count[C_MOVED_IN] = st->moved_in;
+	count[C_MOVED_OUT] = st->moved_out;
+	count[C_MEMORY_WAITS] = st->memory_waits;
+}
+
+/* The p99 of what cur holds beyond prev (all of cur when from_zero) */
+static double
+p99_since(const BulkheadHistogram *cur, const BulkheadHistogram *prev,
+		  bool from_zero)
+{
+	BulkheadHistogram diff;
+	int			b;
+
+	for (b = 0; b < BULKHEAD_HIST_BUCKETS; b++)
+		diff.count[b] = from_zero || cur->count[b] < prev->count[b] ?
+			cur->count[b] : cur->count[b] - prev->count[b];
+	return bulkhead_hist_percentile(&diff, 0.99);
+}
+
+/* The counts and percentiles of row: cur (s, count) less prev, or from zero */
+static void
+make_row_counts(const HistoryPrev *prev, const SlotSample *s,
+				const uint64 *count, bool from_zero, HistoryRow *row)
+{
+	const BulkheadStats *st = &s->stats;
+	int			k;
+
+	memset(row, 0, sizeof(HistoryRow));
+	strlcpy(row->workload, s->name, NAMEDATALEN);
+	for (k = 0; k < NCOUNTS; k++)
+		row->count[k] = (int64) (from_zero ? count[k] : count[k] - prev->count[k]);
+	row->wait_p99_us = p99_since(&st->wait_hist, &prev->wait_hist, from_zero);
+	/* a bucket's midpoint may lie above the longest wait measured */
+	if (st->wait_time_max_us > 0 && row->wait_p99_us > (double) st->wait_time_max_us)
+		row->wait_p99_us = (double) st->wait_time_max_us;
+	row->hold_p99_us = p99_since(&st->hold_hist, &prev->hold_hist, from_zero);
+}
+
+/* A slot's row of the interval ending now (s less prev; prev := s): any? */
+static bool
+make_row(HistoryPrev *prev, const SlotSample *s, int64 peak_memory,
+		 HistoryRow *row)
+{
+	const BulkheadStats *st = &s->stats;
+	uint64		count[NCOUNTS];
+	bool		from_zero;
+	bool		base_only;
+	bool		active = false;
+	int			k;
+
+	if (!s->in_use)
+	{
+		prev->valid = false;
+		return false;
+	}
+	counts_of(st, count);
+	from_zero = !prev->valid || st->stats_reset != prev->stats_reset;
+	for (k = 0; k < NCOUNTS && !from_zero; k++)
+		from_zero = count[k] < prev->count[k];
+	/* statistics from before this shared memory (restored): only a base */
+	base_only = !prev->valid && st->stats_reset < history->started_at;
+
+	if (!base_only)
+		make_row_counts(prev, s, count, from_zero, row);
+	prev->valid = true;
+	prev->stats_reset = st->stats_reset;
+	memcpy(prev->count, count, sizeof(count));
+	prev->wait_hist = st->wait_hist;
+	prev->hold_hist = st->hold_hist;
+	if (base_only)
+		return false;
+	row->peak_running = s->peak_running;
+	row->peak_queued = s->peak_queued;
+	row->peak_memory_granted = peak_memory;
+	for (k = 0; k < NCOUNTS && !active; k++)
+		active = row->count[k] != 0;
+	return s->defined || active || s->peak_running > 0 ||
+		s->peak_queued > 0 || peak_memory > 0;
+}
+
+/*
+ * End the interval under way at now: every slot sampled, one lock at a
+ * time, its row made outside the lock; then the interval written into the
+ * ring under the ring's lock (nothing allocated or thrown while it is
+ * held).  An interval without rows (no workload) is not kept.
+ */
+static void
+sample(TimestampTz now)
+{
+	int			nslots = history->nslots;
+	int64	   *peaks = palloc(sizeof(int64) * Max(nslots, bulkhead_shared->nslots));
+	HistoryRow *rows = palloc(sizeof(HistoryRow) * nslots);
+	SlotSample *s = palloc(sizeof(SlotSample));
+	int64		server_peak;
+	int			nrows = 0;
+	int			i;
+
+	bulkhead_grants_take_peaks(peaks, &server_peak);
+	for (i = 0; i < nslots; i++)
+	{
+		read_slot(i, s);
+		if (make_row(&history->prev[i], s, peaks[i], &rows[nrows]))
+			nrows++;
+	}
+
+	if (nrows > 0)
+	{
+		HistoryInterval *interval;
+
+		LWLockAcquire(history->lock, LW_EXCLUSIVE);
+		interval = &history->intervals[history->next];
+		interval->start = history->last_sample != 0 ?
+			history->last_sample : history->started_at;
+		interval->end = now;
+		interval->nrows = nrows;
+		memcpy(&history->rows[history->next * nslots], rows,
+			   sizeof(HistoryRow) * nrows);
+		history->next = (history->next + 1) % history->length;
+		if (history->count < history->length)
+			history->count++;
+		LWLockRelease(history->lock);
+	}
+	history->last_sample = now;
+	pfree(peaks);
+	pfree(rows);
+	pfree(s);
+}
+
+/* The first end of an interval after now (a multiple of the interval) */
+static TimestampTz
+end_after(TimestampTz now)
+{
+	int64		interval_us = (int64) bulkhead_history_interval * USECS_PER_SEC;
+
+	return (now / interval_us + 1) * interval_us;
+}
+
+long
+bulkhead_history_tick(TimestampTz now)
+{
+	if (history == NULL)
+		return 1000;
+	if (next_end == 0 || next_end_interval != bulkhead_history_interval)
+	{
+		/* the worker's start, or a new interval (a reload) */
+		next_end_interval = bulkhead_history_interval;
+		next_end = end_after(now);
+	}
+	if (now >= next_end)
+	{
+		sample(now);
+		next_end = end_after(now);
+	}
+	return (long) Max((next_end - now + 999) / 1000, 1);
+}
+
+/*---- Across a clean restart ----*/
+
+/*
+ * on_shmem_exit callback of the postmaster: write the ring, oldest
+ * interval first.  Nothing else runs by then, so no lock is needed.  File
+ * layout: magic, format, sizeof(HistoryRow), count; then count intervals,
+ * each followed by its rows.
+ */
+void
+bulkhead_history_save(int code, Datum arg)
+{
+	uint32		header[4];
+	FILE	   *file;
+	int			n;
+
+	/* after a crash, the history is discarded */
+	if (code != 0 || history == NULL)
+		return;
+
+	file = AllocateFile(HISTORY_FILE_TMP, PG_BINARY_W);
+	if (file == NULL)
+		goto error;
+	header[0] = HISTORY_MAGIC;
+	header[1] = HISTORY_FORMAT;
+	header[2] = sizeof(HistoryRow);
+	header[3] = history->count;
+	if (fwrite(header, sizeof(header), 1, file) != 1)
+		goto error;
+	for (n = 0; n < history->count; n++)
+	{
+		int			i = (history->next - history->count + n + history->length) %
+			history->length;
+		HistoryInterval *interval = &history->intervals[i];
+
+		if (fwrite(interval, sizeof(HistoryInterval), 1, file) != 1 ||
+			fwrite(&history->rows[i * history->nslots], sizeof(HistoryRow),
+				   interval->nrows, file) != (size_t) interval->nrows)
+			goto error;
+	}
+	if (FreeFile(file) != 0)
+	{
+		file = NULL;
+		goto error;
+	}
+	(void) durable_rename(HISTORY_FILE_TMP, HISTORY_FILE, LOG);
+	return;
+
+error:
+	ereport(LOG,
+			(errcode_for_file_access(),
+			 errmsg("could not write file \"%s\": %m", HISTORY_FILE_TMP)));
+	if (file)
+		FreeFile(file);
+	unlink(HISTORY_FILE_TMP);
+}
+
+/* Read one saved interval into the ring (the oldest is overwritten) */
+static bool
+restore_interval(FILE *file)
+{
+	HistoryInterval interval;
+	HistoryRow *rows = &history->rows[history->next * history->nslots];
+	HistoryRow	skipped;
+	int			r;
+
+	if (fread(&interval, sizeof(interval), 1, file) != 1 || interval.nrows < 0)
+		return false;
+	for (r = 0; r < interval.nrows; r++)
+	{
+		/* with a lower bulkhead.max_workloads, the rows beyond are lost */
+		if (fread(r < history->nslots ? &rows[r] : &skipped,
+				  sizeof(HistoryRow), 1, file) != 1)
+			return false;
+		if (r < history->nslots)
+			rows[r].workload[NAMEDATALEN - 1] = '\0';
+	}
+	interval.nrows = Min(interval.nrows, history->nslots);
+	history->intervals[history->next] = interval;
+	history->next = (history->next + 1) % history->length;
+	if (history->count < history->length)
+		history->count++;
+	return true;
+}
+
+/*
+ * At shared-memory creation (postmaster, no concurrency): the intervals
+ * saved at the last clean shutdown, the newest bulkhead.history_length of
+ * them; then the file is removed, so that a crash later on does not bring
+ * them back.
+ */
+void
+bulkhead_history_restore(void)
+{
+	uint32		header[4];
+	FILE	   *file;
+	uint32		n;
+
+	file = AllocateFile(HISTORY_FILE, PG_BINARY_R);
+	if (file == NULL)
+	{
+		if (errno != ENOENT)
+			ereport(LOG,
+					(errcode_for_file_access(),
+					 errmsg("could not read file \"%s\": %m", HISTORY_FILE)));
+		return;
+	}
+	if (fread(header, sizeof(header), 1, file) != 1 ||
+		header[0] != HISTORY_MAGIC || header[1] != HISTORY_FORMAT ||
+		header[2] != sizeof(HistoryRow))
+	{
+		ereport(LOG,
+				(errmsg("ignoring bulkhead history file \"%s\": it is corrupt or from another version",
+						HISTORY_FILE)));
+		header[3] = 0;
+	}
+	for (n = 0; n < header[3]; n++)
+	{
+		if (!restore_interval(file))
+		{
+			ereport(LOG,
+					(errmsg("bulkhead history file \"%s\" ends early: %u of its %u intervals were read",
+							HISTORY_FILE, n, header[3])));
+			break;
+		}
+	}
+	FreeFile(file);
+	unlink(HISTORY_FILE);
+}
+
+/*---- The view ----*/
+
+#define HISTORY_COLS	16
+
+static void
+put_row(ReturnSetInfo *rsinfo, const HistoryInterval *interval,
+		const HistoryRow *row)
+{
+	Datum		values[HISTORY_COLS];
+	bool		nulls[HISTORY_COLS] = {0};
+	int			c = 0;
+	int			k;
+
+	values[c++] = CStringGetTextDatum(row->workload);
+	values[c++] = TimestampTzGetDatum(interval->start);
+	values[c++] = TimestampTzGetDatum(interval->end);
+	for (k = 0; k < C_MEMORY_WAITS; k++)
+		values[c++] = Int64GetDatum(row->count[k]);
+	nulls[c] = row->wait_p99_us < 0;	/* no wait ended in it */
+	values[c++] = Float8GetDatum(row->wait_p99_us / 1000.0);
+	nulls[c] = row->hold_p99_us < 0;
+	values[c++] = Float8GetDatum(row->hold_p99_us / 1000.0);
+	values[c++] = Int32GetDatum(row->peak_running);
+	values[c++] = Int32GetDatum(row->peak_queued);
+	values[c++] = Int64GetDatum(row->peak_memory_granted);
+	values[c++] = Int64GetDatum(row->count[C_MEMORY_WAITS]);
+	Assert(c == HISTORY_COLS);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+/*
+ * bulkhead_history(): every row of the ring, oldest interval first.  The
+ * ring is copied under its lock held shared, into memory allocated before
+ * the lock is taken; the tuples are made after it is released.
+ */
+Datum
+bulkhead_history(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	HistoryInterval *intervals;
+	HistoryRow *rows;
+	int			count;
+	int			n;
+
+	bulkhead_check_loaded();
+	InitMaterializedSRF(fcinfo, 0);
+	intervals = palloc(sizeof(HistoryInterval) * history->length);
+	rows = palloc(mul_size(sizeof(HistoryRow), (Size) history->length * history->nslots));
+
+	LWLockAcquire(history->lock, LW_SHARED);
+	count = history->count;
+	for (n = 0; n < count; n++)
+	{
+		int			i = (history->next - count + n + history->length) % history->length;
+
+		intervals[n] = history->intervals[i];
+		memcpy(&rows[n * history->nslots], &history->rows[i * history->nslots],
+			   sizeof(HistoryRow) * intervals[n].nrows);
+	}
+	LWLockRelease(history->lock);
+
+	for (n = 0; n < count; n++)
+	{
+		int			r;
+
+		for (r = 0; r < intervals[n].nrows; r++)
+			put_row(rsinfo, &intervals[n], &rows[n * history->nslots + r]);
+	}
+	pfree(intervals);
+	pfree(rows);
+	return (Datum) 0;
+}
