@@ -6,8 +6,8 @@
 # and removes the directory.  bench_psql runs psql against it.  With
 # BENCH_UNDER set (say "valgrind --tool=callgrind ..."), the server runs
 # under that command.  With BENCH_HUGE_PAGES=on, the server runs with
-# huge_pages = on, in 2 MB pages that bench_cluster_start reserves
-# (vm.nr_hugepages) and bench_finish gives back.  BENCH_EXTENSION_VERSION
+# huge_pages = on, in 2 MB pages reserved (vm.nr_hugepages) for each start
+# of it only (bench_server_start).  BENCH_EXTENSION_VERSION
 # creates the extension at that version (a library of an older release
 # serves only its own); BENCH_PRELOAD=0 starts the server without bulkhead
 # (shared_preload_libraries empty, no extension): what a statement costs
@@ -74,19 +74,25 @@ bench_use_build() {
     install -m 755 "$BENCH_BUILDS/$1/bulkhead.so" "$("$BH_PG_CONFIG" --pkglibdir)/bulkhead.so"
 }
 
-# bench_huge_pages_reserve N: have the kernel keep N more huge pages, given
-# back by bench_finish (the server maps them at its start, so reserve first)
+# bench_huge_pages_reserve N: have the kernel keep N free huge pages more
+# than all it has now, until bench_huge_pages_release gives the pool back
+# (vm.nr_hugepages as before).  "All it has" counts the pages other servers
+# on the machine hold beyond the pool (surplus pages, as a server's become
+# once the pool is given back under it): raising vm.nr_hugepages makes
+# those part of the pool first, and only then adds free ones.
 BENCH_HUGE_PAGES_BEFORE=
 bench_huge_pages_reserve() {
     local want
     [ -w /proc/sys/vm/nr_hugepages ] || bh_die "this kernel has no huge pages to reserve (/proc/sys/vm/nr_hugepages)"
     [ -n "$BENCH_HUGE_PAGES_BEFORE" ] || BENCH_HUGE_PAGES_BEFORE=$(cat /proc/sys/vm/nr_hugepages)
-    want=$((BENCH_HUGE_PAGES_BEFORE + $1))
+    want=$(($(awk '/^HugePages_Total:/ { print $2 }' /proc/meminfo) + $1))
     echo "$want" >/proc/sys/vm/nr_hugepages
     [ "$(cat /proc/sys/vm/nr_hugepages)" -ge "$want" ] ||
         bh_die "the kernel reserved $(cat /proc/sys/vm/nr_hugepages) huge pages of the $want asked for"
 }
 
+# (the pages a server has mapped stay its own, as surplus pages that go
+# back to the kernel when it stops; only the free ones leave the pool)
 bench_huge_pages_release() {
     [ -z "$BENCH_HUGE_PAGES_BEFORE" ] || echo "$BENCH_HUGE_PAGES_BEFORE" >/proc/sys/vm/nr_hugepages
     BENCH_HUGE_PAGES_BEFORE=
@@ -115,6 +121,55 @@ bench_cluster_stop() {
     BENCH_DIR=
 }
 
+# bench_server_start_once: start the server of $BENCH_DIR (pg_ctl, or
+# under $BENCH_UNDER); status 1, its log's last lines shown (on stderr), if
+# it did not
+bench_server_start_once() {
+    if [ -z "${BENCH_UNDER:-}" ]; then
+        "${BENCH_SERVER_CPU[@]}" runuser -u postgres -- "$BH_BINDIR/pg_ctl" -D "$BENCH_DIR/data" \
+            -l "$BENCH_DIR/server.log" -w start >/dev/null ||
+            { tail -20 "$BENCH_DIR/server.log" >&2; return 1; }
+    else
+        # under a tool such as valgrind: start postgres itself, wait for it
+        # shellcheck disable=SC2086  # BENCH_UNDER is a command and its options
+        (cd "$BENCH_DIR" && "${BENCH_SERVER_CPU[@]}" runuser -u postgres -- $BENCH_UNDER "$BH_BINDIR/postgres" \
+            -D "$BENCH_DIR/data" >>"$BENCH_DIR/server.log" 2>&1 &)
+        for _ in $(seq 600); do
+            runuser -u postgres -- "$BH_BINDIR/pg_isready" -q -h "$BENCH_DIR" -p "$BENCH_PORT" && break
+            sleep 0.2
+        done
+        runuser -u postgres -- "$BH_BINDIR/pg_isready" -q -h "$BENCH_DIR" -p "$BENCH_PORT" ||
+            { tail -20 "$BENCH_DIR/server.log" >&2; return 1; }
+    fi
+    BENCH_PID=$(head -n 1 "$BENCH_DIR/data/postmaster.pid")
+}
+
+# bench_server_start: bench_server_start_once; with BENCH_HUGE_PAGES=on,
+# with the huge pages the server will map (computed from its settings while
+# it is down) reserved just before it starts and the pool given back just
+# after: the server keeps what it has mapped until it stops.  A free pool
+# left standing would be taken by any other server that starts on the
+# machine (huge_pages = try, the default, maps huge pages whenever enough
+# are free), leaving this one short, and would give that one huge pages it
+# was not meant to have.  If one still starts in between and takes them,
+# the start fails for want of huge pages and is tried again (3 times in
+# all).
+bench_server_start() {
+    local try size
+    [ "${BENCH_HUGE_PAGES:-}" = on ] || { bench_server_start_once; return; }
+    for try in 1 2 3; do
+        size=$(stat -c %s "$BENCH_DIR/server.log" 2>/dev/null || echo 0)
+        bench_huge_pages_reserve "$(runuser -u postgres -- "$BH_BINDIR/postgres" -D "$BENCH_DIR/data" \
+                                    -C shared_memory_size_in_huge_pages)"
+        if bench_server_start_once; then bench_huge_pages_release; return 0; fi
+        bench_huge_pages_release
+        tail -c +$((size + 1)) "$BENCH_DIR/server.log" | grep -q 'could not map anonymous shared memory' ||
+            return 1
+        bh_warn "another server took the huge pages reserved for this one (start $try of 3)"
+    done
+    return 1
+}
+
 # bench_cluster_start [extra postgresql.conf lines...]
 bench_cluster_start() {
     local line create
@@ -138,28 +193,7 @@ bench_cluster_start() {
         echo "unix_socket_directories = '$BENCH_DIR'"
         for line in "${BENCH_CONF[@]}"; do echo "$line"; done
     } >>"$BENCH_DIR/data/postgresql.conf"
-    if [ "${BENCH_HUGE_PAGES:-}" = on ]; then
-        # what the server will map, computed from its settings while it is down
-        bench_huge_pages_reserve "$(runuser -u postgres -- "$BH_BINDIR/postgres" -D "$BENCH_DIR/data" \
-                                    -C shared_memory_size_in_huge_pages)"
-    fi
-    if [ -z "${BENCH_UNDER:-}" ]; then
-        "${BENCH_SERVER_CPU[@]}" runuser -u postgres -- "$BH_BINDIR/pg_ctl" -D "$BENCH_DIR/data" \
-            -l "$BENCH_DIR/server.log" -w start >/dev/null ||
-            { tail -20 "$BENCH_DIR/server.log"; bh_die "server did not start"; }
-    else
-        # under a tool such as valgrind: start postgres itself, wait for it
-        # shellcheck disable=SC2086  # BENCH_UNDER is a command and its options
-        (cd "$BENCH_DIR" && "${BENCH_SERVER_CPU[@]}" runuser -u postgres -- $BENCH_UNDER "$BH_BINDIR/postgres" \
-            -D "$BENCH_DIR/data" >"$BENCH_DIR/server.log" 2>&1 &)
-        for _ in $(seq 600); do
-            runuser -u postgres -- "$BH_BINDIR/pg_isready" -q -h "$BENCH_DIR" -p "$BENCH_PORT" && break
-            sleep 0.2
-        done
-        runuser -u postgres -- "$BH_BINDIR/pg_isready" -q -h "$BENCH_DIR" -p "$BENCH_PORT" ||
-            { tail -20 "$BENCH_DIR/server.log"; bh_die "server did not start"; }
-    fi
-    BENCH_PID=$(head -n 1 "$BENCH_DIR/data/postmaster.pid")
+    bench_server_start || bh_die "server did not start"
     [ "${BENCH_PRELOAD:-1}" = 1 ] || return 0
     create="CREATE EXTENSION bulkhead"
     [ -z "${BENCH_EXTENSION_VERSION:-}" ] || create+=" VERSION '$BENCH_EXTENSION_VERSION'"
@@ -187,8 +221,16 @@ bench_wait_loaded() {
     bh_die "workload $1 was not loaded"
 }
 
-# restart the cluster (to load a different bulkhead.so, say)
+# restart the cluster (to load a different bulkhead.so, say); with
+# BENCH_HUGE_PAGES=on, a stop and a bench_server_start (its huge pages are
+# reserved while it is down)
 bench_cluster_restart() {
+    if [ "${BENCH_HUGE_PAGES:-}" = on ]; then
+        runuser -u postgres -- "$BH_BINDIR/pg_ctl" -D "$BENCH_DIR/data" -m fast -w stop >/dev/null ||
+            { tail -20 "$BENCH_DIR/server.log" >&2; bh_die "stop failed"; }
+        bench_server_start || bh_die "restart failed"
+        return
+    fi
     "${BENCH_SERVER_CPU[@]}" runuser -u postgres -- "$BH_BINDIR/pg_ctl" -D "$BENCH_DIR/data" \
         -l "$BENCH_DIR/server.log" -m fast -w restart >/dev/null ||
         { tail -20 "$BENCH_DIR/server.log"; bh_die "restart failed"; }

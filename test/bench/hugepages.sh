@@ -17,8 +17,13 @@
 #                           through bulkhead.workload (B = 3)
 #   pgb2/128                the same through PgBouncer (transaction pooling,
 #                           a pool of 2), ungated
-# The huge pages are reserved for the run (vm.nr_hugepages: as many as the
-# server says it needs) and given back at exit.
+# The huge pages are reserved (vm.nr_hugepages: as many as the server says
+# it needs) for each start with huge_pages = on, and the pool given back
+# once the server has mapped them (cluster.sh, bench_server_start): other
+# servers on the machine, which take huge pages whenever some are free
+# (huge_pages = try), neither take this one's nor get any.  Which pages
+# the server maps is read from its own mappings, not from the machine's
+# count, which other servers' pages would change.
 #
 #   bash test/bench/hugepages.sh [SECS [ROUNDS]]   (as root; default 10 3)
 set -euo pipefail
@@ -35,25 +40,30 @@ BH_PACKAGES+=(pgbouncer)
 bench_prepare
 BENCH_HUGE_PAGES=off bench_cluster_start "max_connections = 600" "huge_pages = off"
 need=$(bench_psql -tAc "SHOW shared_memory_size_in_huge_pages")
-bench_huge_pages_reserve "$need"     # given back at exit (bench_finish)
 
 bench_tpcb_setup 1 "$PERMITS"
 bench_psql <"$here/handoff_loop.sql"
 bench_wait_loaded handoff
 loop_script=$(printf '\\set x 1\nSELECT handoff_loop();\n' | bench_pgbench_script handoff)
 
-# the huge pages in use (reserved by a mapping, or faulted in)
-pages_used() { awk '/^HugePages_(Total|Free|Rsvd):/ { v[$1] = $2 } END { print v["HugePages_Total:"] - v["HugePages_Free:"] + v["HugePages_Rsvd:"] }' /proc/meminfo; }
+# the server's memory in huge pages (kB): the size of the postmaster's
+# mappings in 2 MB pages (hugetlb), whether touched yet or not
+server_huge_kb() {
+    awk '/^Size:/ { size = $2 } /^KernelPageSize:/ && $2 == 2048 { kb += size } END { print kb + 0 }' \
+        "/proc/$BENCH_PID/smaps"
+}
 
-# use_pages off|on: the server restarted with that setting
+# use_pages off|on: the server restarted with that setting; with it on, all
+# of its shared memory is in 2 MB pages, with it off none is
 use_pages() {
     bench_psql -c "ALTER SYSTEM SET huge_pages = '$1'" >/dev/null
-    bench_cluster_restart
+    BENCH_HUGE_PAGES=$1 bench_cluster_restart
     bench_wait_loaded handoff
     if [ "$1" = on ]; then
-        [ "$(pages_used)" -gt 0 ] || bh_die "huge_pages = on, but no huge page is in use"
+        [ "$(server_huge_kb)" -ge $((need * 2048)) ] ||
+            bh_die "huge_pages = on, but the server has $(server_huge_kb) kB in huge pages, not $need pages"
     else
-        [ "$(pages_used)" -eq 0 ] || bh_die "huge_pages = off, but $(pages_used) huge pages are in use"
+        [ "$(server_huge_kb)" -eq 0 ] || bh_die "huge_pages = off, but the server has $(server_huge_kb) kB in huge pages"
     fi
 }
 
@@ -95,7 +105,7 @@ for k in "${!runs[@]}"; do med[$k]=$(bench_median <<<"${runs[$k]}"); done
 bench_header "Huge pages: many backends with the shared memory in 2 MB pages against 4 kB pages ($SECS s runs, median of $ROUNDS alternating rounds)"
 bench_settings
 echo
-echo "Command: \`bash test/bench/hugepages.sh $SECS $ROUNDS\`. One cluster, restarted between \`huge_pages = off\` and \`on\` (ALTER SYSTEM), which alternate inside every round; $need huge pages of 2 MB reserved for the run (\`vm.nr_hugepages\`)." \
+echo "Command: \`bash test/bench/hugepages.sh $SECS $ROUNDS\`. One cluster, restarted between \`huge_pages = off\` and \`on\` (ALTER SYSTEM), which alternate inside every round; the $need huge pages of 2 MB it maps with \`on\` are reserved (\`vm.nr_hugepages\`) for each such start." \
      "handoff/N: grants per second of one permit with N backends looping on it (FIFO, ${WINDOW} s windows, as handoff.sh); bulkhead/$CLIENTS: tpcb-like at scale 1, $CLIENTS clients, through \`bulkhead.workload\` (B = $PERMITS); pgb2/$CLIENTS: the same through PgBouncer, a pool of 2, ungated."
 damon=$(for d in /sys/kernel/mm/damon/admin/kdamonds/*/; do
             if [ ! -r "$d/state" ] || [ "$(cat "$d/state")" != on ]; then continue; fi
