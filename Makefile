@@ -9,7 +9,7 @@
 EXTENSION = bulkhead
 MODULE_big = bulkhead
 # src/ by subsystem, each folder's README first; a folder calls only the
-# folders listed before it (test/structure/folders.order)
+# folders listed before it (test/structure/folders)
 OBJS = \
 	src/shmem/shmem.o src/shmem/stats.o \
 	src/acl/disclose.o \

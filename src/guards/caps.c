@@ -30,8 +30,8 @@
  * the caps in force in local.c.  Its backend-local state is the session
  * values kept aside for such a utility.  The settings are parsed and
  * checked in capsparse.c.  Called by capsparse.c, local.c (combining),
- * hooks.c (applying), lanes.c, memory.c, views.c (showing) and bulkhead.c
- * (init); calls no module.
+ * hooks.c and utility.c (applying), lanes.c and views.c (showing); calls
+ * no module.
  *
  *-------------------------------------------------------------------------
  */

@@ -2,8 +2,9 @@
  *
  * localpermit.h
  *	  The record this backend keeps of each of its permits: what local.c
- *	  keeps in bulkhead_local[], and what guard.c and caps.c read to apply
- *	  a workload's guards and its lane's settings.
+ *	  keeps in bulkhead_local[], and what guard.c reads to apply a
+ *	  workload's guards (the lane's settings it carries, local.c combines
+ *	  through caps.c).
  *
  * A type only, so that guard.c needs nothing of local.c (and local.c,
  * which calls guard.c, nothing that includes it back).

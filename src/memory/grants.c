@@ -36,9 +36,8 @@
  * when it is counted (grantlevel.c: the levels' arithmetic); grantstate.c
  * holds the rest: the shared memory, the worker's definitions, what the
  * views read.  Called by memory.c (the statements), loader.c and worker.c
- * (serving the waiters after a load or a reload of bulkhead.max_memory)
- * and grantstate.c; calls grantlevel.c, slot.c (statistics) and memreq.c
- * (shrinking).
+ * (serving the waiters after a load or a reload of bulkhead.max_memory);
+ * calls grantlevel.c, slot.c (statistics) and memreq.c (shrinking).
  *
  *-------------------------------------------------------------------------
  */

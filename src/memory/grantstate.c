@@ -7,8 +7,9 @@
  *
  * The locks are grants.h's; everything here takes the one LWLock for what
  * it reads or writes, and nothing here throws while it holds it.  Called by
- * bulkhead.c (shared memory, settings), loader.c (the load), memviews.c
- * and views.c; calls grants.c (its shared structure).
+ * bulkhead.c (shared memory, settings), loader.c (the load), memory.c
+ * (whether a limit is set), history.c (the peaks), memviews.c and views.c;
+ * calls grantlevel.c (the shared structure, the levels' arithmetic).
  *
  *-------------------------------------------------------------------------
  */

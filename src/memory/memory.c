@@ -39,9 +39,9 @@
  * ended by an error is cleaned up by grants.c.
  *
  * Owns backend-local state only: held[], the grants this backend holds.
- * Called by hooks.c and bulkhead.c; calls grants.c, memreq.c, local.c,
- * caps.c, mayrun.h (may the user run the plan?), and statements.c and
- * waitlog.c (what a grant met, 1.4).
+ * Called by hooks.c, utility.c and lanes.c; calls grants.c and
+ * grantstate.c, memreq.c and utilreq.c, local.c, mayrun.h (may the user
+ * run the plan?), and statements.c and waitlog.c (what a grant met, 1.4).
  *
  *-------------------------------------------------------------------------
  */

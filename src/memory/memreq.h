@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * memreq.h
- *	  Memory grants (1.4): what a statement requests, from its plan or its
- *	  utility command, by PostgreSQL's own limits (memreq.c).
+ *	  Memory grants (1.4): what a statement requests, from its plan, by
+ *	  PostgreSQL's own limits (memreq.c; a utility command's: utilreq.h).
  *
  * A request is kept in two parts: the part that follows work_mem (or
  * maintenance_work_mem for a utility), units kB of it per kB of the

@@ -6,10 +6,11 @@
  *	  PGPROC number, the export rules of a hidden library, a hash mix).
  *
  * It includes no header of the project, and every module's header includes
- * it (before anything else), so the graph of #include between modules has
- * no cycle (test/structure/run.sh checks it).  Each module has a header of
- * its own declaring its API; test/structure/modules.allowed lists the calls
- * allowed between modules.
+ * it, directly or through the headers it includes, so the graph of
+ * #include between modules has no cycle (test/structure/run.sh checks it).
+ * Each module declares what it offers the others in a header of its own
+ * name; test/structure/modules.allowed lists the calls allowed between
+ * modules, test/structure/folders the order of the folders.
  *
  *-------------------------------------------------------------------------
  */

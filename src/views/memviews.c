@@ -13,7 +13,7 @@
  * moment apart.
  *
  * Owns no state.  Called by PostgreSQL's function manager only; calls
- * grants.c, stats.c and disclose.c.
+ * grantstate.c, stats.c and disclose.c.
  *
  *-------------------------------------------------------------------------
  */

@@ -280,7 +280,7 @@ link_trees(void)
 }
 
 /*
- * Memory grants (1.4): grants.c's copy of each slot's limit, shadow mode
+ * Memory grants (1.4): grantstate.c's copy of each slot's limit, shadow mode
  * and place in its tree, made once the trees are linked; then its waiters
  * that fit are served.  A deleted workload keeps its limit and its place
  * (plan_trees keeps it under its budget) while anything is held or awaited
@@ -293,7 +293,7 @@ publish_grants(void)
 	BulkheadShared *shared = bulkhead_shared;
 	int			i;
 
-	/* the slots that serve another workload first: see grants.h */
+	/* the slots that serve another workload first: see grantstate.h */
 	for (i = 0; i < shared->nslots; i++)
 	{
 		BulkheadSlot *slot = &shared->slots[i];

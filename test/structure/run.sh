@@ -64,6 +64,26 @@ if [ ${#objs[@]} -eq 0 ]; then
     echo "0 passed, 1 failed"
     exit 1
 fi
+# every source built, no object without its source (one left by a build
+# from before a module moved or was renamed: make clean)
+awk '$3 ~ /\.c$/ { sub(/\.c$/, ".o", $3); print $3 }' "$tmp/sources" | sort >"$tmp/want_objs"
+printf '%s\n' "${objs[@]}" | sed "s|^$objdir/||" | sort >"$tmp/have_objs"
+missing=$(comm -23 "$tmp/want_objs" "$tmp/have_objs")
+stale=$(comm -13 "$tmp/want_objs" "$tmp/have_objs")
+if [ -z "$missing$stale" ]; then
+    ok "one object per source file ($(wc -l <"$tmp/want_objs"))"
+else
+    notok "objects and sources differ: not built: ${missing:-none}; no source (stale: make clean): $(echo ${stale:-none})"
+    mapfile -t objs < <(sed "s|^|$objdir/|" "$tmp/want_objs" | while read -r o; do [ -f "$o" ] && echo "$o"; done)
+fi
+# src/ itself holds the extension's entry alone; every other module is in
+# a folder
+root=$(awk '$2 == "." && $3 != "bulkhead.c" { print $3 }' "$tmp/sources")
+if [ -z "$root" ]; then
+    ok "src/ itself holds bulkhead.c alone"
+else
+    notok "modules in src/ itself, outside every folder: $(echo $root)"
+fi
 
 # the module of each object, and its folder (from the source beside it)
 awk '{print $1, $2}' "$tmp/sources" | sort -u >"$tmp/modules"
@@ -85,19 +105,30 @@ done >"$tmp/symbols"
 
 # what a module offers: its global symbols but the SQL-callable functions
 # (those with a pg_finfo_ twin), pg_finfo_ themselves, _PG_init and the
-# magic block; each must be declared (as a word) in src/FOLDER/MODULE.h
+# magic block; each must be declared in src/FOLDER/MODULE.h, and in no
+# other header
 awk '$1 == "D" { print $2, $3 }' "$tmp/symbols" | sort -u >"$tmp/defined"
 awk '$2 ~ /^pg_finfo_/ { sub(/^pg_finfo_/, "", $2); print $1, $2 }' "$tmp/defined" |
     sort -u >"$tmp/sqlfuncs"
+# what each header declares: "header name" for each line of type words
+# followed by a name and ( ; or [ (not a statement of an inline function's
+# body that calls it, nor a comment)
+awk '$3 ~ /\.h$/ { print $3 }' "$tmp/sources" | while read -r h; do
+    perl -ne 'next if /^\s*(return|else|if|case|while)\b/;
+              print "'"$h"' $1\n" if /^\s*[A-Za-z_][A-Za-z0-9_ *]*[^A-Za-z0-9_]([A-Za-z_][A-Za-z0-9_]*)\s*(?:[(;[]|$)/' "$src/$h"
+done | sort -u >"$tmp/declared"
 : >"$tmp/undeclared"
 while read -r m s; do
     case $s in pg_finfo_* | _PG_init | Pg_magic_func) continue ;; esac
     grep -qxF "$m $s" "$tmp/sqlfuncs" && continue
-    h=$src/$(folder_of "$m")/$m.h
-    if [ ! -f "$h" ]; then
-        echo "$m defines $s but has no header $(folder_of "$m")/$m.h"
-    elif ! grep -qw -- "$s" "$h"; then
-        echo "$m defines $s, which $(folder_of "$m")/$m.h does not declare$(grep -lw -- "$s" "$src"/*/*.h 2>/dev/null | sed "s|^$src/| (declared in |; s|$|)|" | head -n 1)"
+    own=$(folder_of "$m")/$m.h
+    others=$(awk -v s="$s" -v own="$own" '$2 == s && $1 != own { print $1 }' "$tmp/declared" | tr '\n' ' ')
+    if [ ! -f "$src/$own" ]; then
+        echo "$m defines $s but has no header $own"
+    elif ! grep -qxF "$own $s" "$tmp/declared"; then
+        echo "$m defines $s, which $own does not declare${others:+; declared in $others}"
+    elif [ -n "$others" ]; then
+        echo "$m defines $s, declared in $own and again in $others"
     fi
 done <"$tmp/defined" >>"$tmp/undeclared"
 if [ -s "$tmp/undeclared" ]; then
@@ -161,16 +192,29 @@ while read -r m d f; do
             [ "$b" = "$m" ] || echo "$m $b"
         done
 done <"$tmp/sources" | sort -u >"$tmp/includes"
-# a project header included without its folder would be missed above
-bare=$(cd "$src" && grep -rn --include='*.[ch]' -E '^[[:space:]]*#[[:space:]]*include[[:space:]]*"[A-Za-z0-9_]+\.h"' . |
+# a project header is included in quotes by its path from src/ (FOLDER/
+# NAME.h), never without its folder, relative to the including file, with
+# "..", or in angle brackets: those would be missed above
+(cd "$src" && grep -rn --include='*.[ch]' -E '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]' .) |
     while IFS=: read -r f n line; do
-        h=$(sed 's/.*"\([^"]*\)".*/\1/' <<<"$line")
-        [ -z "$(find . -name "$h" -type f)" ] || echo "${f#./}:$n $h"
-    done)
-if [ -z "$bare" ]; then
-    ok "every project header is included by its folder's path"
+        f=${f#./}
+        h=$(sed -E 's/^[^<"]*[<"]([^>"]*)[>"].*/\1/' <<<"$line")
+        base=$(basename -- "$h")
+        [ -n "$(cd "$src" && find . -name "$base" -type f)" ] || continue
+        from_src=; from_here=; bare=
+        [ -f "$src/$h" ] && from_src=1
+        [ -f "$src/$(dirname -- "$f")/$h" ] && from_here=1
+        [[ $h == */* ]] || bare=1
+        if [[ $h == *..* ]] && [ -n "$from_here$from_src" ]; then echo "$f:$n $h (\"..\")"
+        elif [[ $line =~ \<[^\>]*\> ]] && [ -n "$from_src$from_here" ]; then echo "$f:$n <$h> (angle brackets)"
+        elif [ -z "$from_src" ] && [ -n "$from_here$bare" ]; then echo "$f:$n $h (not its path from src/)"
+        elif [ -n "$bare" ]; then echo "$f:$n $h (no folder)"
+        fi
+    done >"$tmp/badincludes"
+if [ -s "$tmp/badincludes" ]; then
+    notok_lines "every project header is included by its path from src/ (\"FOLDER/NAME.h\")" "$tmp/badincludes"
 else
-    notok "a project header included without its folder: $(echo "$bare" | tr '\n' ' ')"
+    ok "every project header is included by its path from src/ (\"FOLDER/NAME.h\")"
 fi
 if tsort "$tmp/includes" >/dev/null 2>"$tmp/tsort_inc.err"; then
     ok "the include graph has no cycle ($(wc -l <"$tmp/includes") edges)"
