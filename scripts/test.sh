@@ -255,9 +255,10 @@ if [ -n "$SHOW_SCHEDULE" ]; then
 fi
 
 bh_require_root
-RUN_T0=$(bh_now_us)
 
 bh_lock_installs
+# (the run's time starts once another run's wait is over)
+RUN_T0=$(bh_now_us)
 
 bh_reset_client_env
 
