@@ -158,11 +158,14 @@ bh_build_install() {    # bh_build_install DIR [PREFIX...]
     if [ $# -eq 0 ] && [ -n "${BH_PREBUILT:-}" ] && [ -f "$BH_PREBUILT/bulkhead.so" ] &&
        [ "$(cd -- "$BH_PREBUILT" && pwd -P)" != "$(cd -- "$dir" && pwd -P)" ]; then
         echo "bulkhead built already in $BH_PREBUILT: its objects copied into $dir"
-        (cd -- "$BH_PREBUILT" &&
-            find . -path './tmp_check*' -prune -o \( -name '*.o' -o -name '*.so' -o -name '*.bc' \) \
-                -type f -print0 | tar --null -T - -cf -) | tar -C "$dir" -xf - &&
-        make -C "$dir" -q PG_CONFIG="$BH_PG_CONFIG" 2>/dev/null ||
-            { echo "the copy of $BH_PREBUILT is not up to date: built again"; BH_PREBUILT='' bh_build_install "$dir"; return; }
+        if ! { (cd -- "$BH_PREBUILT" &&
+                    find . -path './tmp_check*' -prune -o \( -name '*.o' -o -name '*.so' -o -name '*.bc' \) \
+                        -type f -print0 | tar --null -T - -cf -) | tar -C "$dir" -xf - &&
+               make -C "$dir" -q PG_CONFIG="$BH_PG_CONFIG" >/dev/null 2>&1; }; then
+            echo "the copy of $BH_PREBUILT is not up to date: built again"
+            BH_PREBUILT='' bh_build_install "$dir"
+            return
+        fi
         cmp -s "$dir/bulkhead.so" "$("$BH_PG_CONFIG" --pkglibdir)/bulkhead.so" ||
             make -C "$dir" install PG_CONFIG="$BH_PG_CONFIG"
         return

@@ -116,7 +116,7 @@ TAP_JOBS=${BH_TAP_JOBS:-4}
 # share of both CPUs busy while it runs alone, measured: valgrind 95%,
 # TAP on the first version 74%, stress 62%, TAP on the last released
 # version 55%, the benchmarks' smoke run 43%, clients 35%, package 26%, a
-# version's regress and isolation about 20%):
+# version's regress and isolation 17 to 24%):
 #   - the five heavy phases (the first version's regress and TAP, stress
 #     then valgrind, the last released version's TAP, the benchmarks) run
 #     one after the other in lane A, each beside light ones only in lane
@@ -243,7 +243,7 @@ else
 fi
 # every item of the plan is in the schedule once, and nothing else
 diff <(printf '%s\n' "${PLAN[@]}" | tr ' ' : | sort) \
-     <(printf '%s\n' "${SCHEDULE[@]}" | tr '| +' '\n\n\n' | grep . | sort) >/dev/null ||
+     <(printf '%s\n' "${SCHEDULE[@]}" | sed 's/[|+ ]/\n/g' | grep . | sort) >/dev/null ||
     bh_die "the schedule does not run the plan: $(printf '[%s] ' "${SCHEDULE[@]}")"
 if [ -n "$SHOW_SCHEDULE" ]; then
     for stage in "${SCHEDULE[@]}"; do
