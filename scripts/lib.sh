@@ -144,9 +144,32 @@ bh_copy_tree() {
 # PG_CFLAGS = -Wall -Werror), make install. Runs as the caller (root),
 # under the command PREFIX if one is given (a chroot's version:
 # scripts/postgres.sh, bh_pg_run).
+#
+# BH_PREBUILT (set by scripts/test.sh for the suites with scripts of their
+# own, which copy the tree from there): a tree that scripts/test.sh has
+# built that way and installed, with the same pg_config, and of which DIR
+# is a copy (bh_copy_tree).  Its objects and library are copied into DIR
+# instead of compiling the same sources once more, and installed only if
+# the installed library is not that one (what runs beside the script keeps
+# the library it loaded).
 bh_build_install() {    # bh_build_install DIR [PREFIX...]
     local dir=$1
     shift
+    if [ $# -eq 0 ] && [ -n "${BH_PREBUILT:-}" ] && [ -f "$BH_PREBUILT/bulkhead.so" ] &&
+       [ "$(cd -- "$BH_PREBUILT" && pwd -P)" != "$(cd -- "$dir" && pwd -P)" ]; then
+        echo "bulkhead built already in $BH_PREBUILT: its objects copied into $dir"
+        if ! { (cd -- "$BH_PREBUILT" &&
+                    find . -path './tmp_check*' -prune -o \( -name '*.o' -o -name '*.so' -o -name '*.bc' \) \
+                        -type f -print0 | tar --null -T - -cf -) | tar -C "$dir" -xf - &&
+               make -C "$dir" -q PG_CONFIG="$BH_PG_CONFIG" >/dev/null 2>&1; }; then
+            echo "the copy of $BH_PREBUILT is not up to date: built again"
+            BH_PREBUILT='' bh_build_install "$dir"
+            return
+        fi
+        cmp -s "$dir/bulkhead.so" "$("$BH_PG_CONFIG" --pkglibdir)/bulkhead.so" ||
+            make -C "$dir" install PG_CONFIG="$BH_PG_CONFIG"
+        return
+    fi
     "$@" make -C "$dir" -s clean PG_CONFIG="$BH_PG_CONFIG" >/dev/null &&
     "$@" make -C "$dir" -j"$(nproc)" PG_CONFIG="$BH_PG_CONFIG" &&
     "$@" make -C "$dir" install PG_CONFIG="$BH_PG_CONFIG"

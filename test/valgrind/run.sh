@@ -121,18 +121,20 @@ count_pg_regress() {    # LOG -> "passed failed" (PostgreSQL 15 and 16+ formats)
 # A report is bulkhead's when, in any of its stacks (where the error
 # happened, where the value or block came from), the first frame that is
 # not libc or valgrind's is in bulkhead (bulkhead.so, or the build's src/
-# with debug info).  A frame of bulkhead deeper down does not count: the
+# with debug info: the copy's, or BH_PREBUILT's, where scripts/test.sh
+# compiled the objects it copied: scripts/lib.sh, bh_build_install).  A frame of bulkhead deeper down does not count: the
 # ProcessUtility and ExecutorStart hooks sit under most of the server's
 # work.
 scan_logs() {    # scan_logs DIR
     perl -e '
-        my ($dir, $src) = @ARGV;
+        my ($dir, @src) = grep { $_ ne "" } @ARGV;
         my ($mine, $other) = (0, 0);
         my %kinds;
         # first frame of one stack that belongs to the server or bulkhead
         sub owner {
             for my $fr (@_) {
-                return "bulkhead" if $fr =~ m{bulkhead\.so|\Q$src\E/src/};
+                return "bulkhead" if $fr =~ m{bulkhead\.so}
+                    || grep { $fr =~ m{\Q$_\E/src/} } @src;
                 return "postgres" if $fr =~ m{\(in /usr/lib/postgresql/};
             }
             return "system";
@@ -169,7 +171,7 @@ scan_logs() {    # scan_logs DIR
             printf STDERR "    (not in bulkhead code) %4d x %s\n", $kinds{$k}, $k;
         }
         print "$mine $other\n";
-    ' "$1" "$BUILD"
+    ' "$1" "$BUILD" "${BH_PREBUILT:-}"
 }
 
 # One run of a suite: run_pass NAME ORIGINS (yes|no).  Sets PASS_P and
