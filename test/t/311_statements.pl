@@ -145,10 +145,20 @@ cmp_ok($node->safe_psql('postgres',
 like(figures($point), qr/^web calls 11 /, 'the most used entry is not evicted');
 
 # --- queryid 0 is not counted; the reset empties the table -----------------
-$node->safe_psql('postgres', 'SELECT bulkhead_statements_reset()');
+# (the reload reaches $app at its next command, or later: wait until it
+# shows the new value, then reset what it counted meanwhile)
 sql($flood, 'SET compute_query_id = off');
 $node->safe_psql('postgres', 'ALTER SYSTEM SET compute_query_id = off');
 $node->reload;
+my $seen = '';
+for (1 .. 200)
+{
+	$seen = sql($app, 'SHOW compute_query_id');
+	last if $seen eq 'off';
+	select(undef, undef, undef, 0.05);
+}
+is($seen, 'off', 'the session sees compute_query_id = off after the reload');
+$node->safe_psql('postgres', 'SELECT bulkhead_statements_reset()');
 sql($app, 'SELECT v FROM items WHERE id = 11');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM bulkhead_statements'), '0',
 	'reset, and nothing counted without query identifiers');
