@@ -13,6 +13,7 @@
  *
  *-------------------------------------------------------------------------
  */
+#include "bulkhead.h"
 #include "worker/adaptive.h"
 #include "worker/cpus.h"
 #include "permit/permitfuncs.h"
@@ -38,8 +39,6 @@ PG_MODULE_MAGIC_EXT(.name = "bulkhead", .version = BULKHEAD_VERSION);
 #else
 PG_MODULE_MAGIC;
 #endif
-
-PGDLLEXPORT void _PG_init(void);
 
 /*---- Saved hook values ----*/
 #if PG_VERSION_NUM >= 150000

@@ -17,6 +17,7 @@
  *
  *-------------------------------------------------------------------------
  */
+#include "views/memviews.h"
 #include "permit/permitfuncs.h"
 #include "acl/disclose.h"
 #include "memory/grants.h"

@@ -13,6 +13,7 @@
  *
  *-------------------------------------------------------------------------
  */
+#include "views/views.h"
 #include "permit/permitfuncs.h"
 #include "guards/caps.h"
 #include "acl/disclose.h"

@@ -4,7 +4,8 @@
 # each folder's README.md says what it owns).
 #
 #   1. Modules.  A module is a source file src/FOLDER/NAME.c with its header
-#      src/FOLDER/NAME.h (a header without a .c is a module of its own).
+#      src/FOLDER/NAME.h, which it includes first (a header without a .c is
+#      a module of its own; src/bulkhead.c and bulkhead.h stand in src/).
 #      Module names are unique across folders.  Every global symbol that a
 #      module's object defines for the others is declared in the header of
 #      its own name (the symbols PostgreSQL finds by itself are exempt: the
@@ -78,9 +79,9 @@ else
 fi
 # src/ itself holds the extension's entry alone; every other module is in
 # a folder
-root=$(awk '$2 == "." && $3 != "bulkhead.c" { print $3 }' "$tmp/sources")
+root=$(awk '$2 == "." && $3 != "bulkhead.c" && $3 != "bulkhead.h" { print $3 }' "$tmp/sources")
 if [ -z "$root" ]; then
-    ok "src/ itself holds bulkhead.c alone"
+    ok "src/ itself holds bulkhead.c and bulkhead.h alone"
 else
     notok "modules in src/ itself, outside every folder: $(echo $root)"
 fi
@@ -135,6 +136,22 @@ if [ -s "$tmp/undeclared" ]; then
     notok_lines "every module declares what it offers in the header of its own name" "$tmp/undeclared"
 else
     ok "every module declares what it offers in the header of its own name"
+fi
+
+# every module has a header of its own name beside it, which its .c
+# includes first
+awk '$3 ~ /\.c$/ { print $1, $2, $3 }' "$tmp/sources" | while read -r m d c; do
+    h=$m.h; [ "$d" = . ] || h=$d/$m.h
+    if [ ! -f "$src/$h" ]; then
+        echo "$c has no header $h"
+    elif [ "$(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$src/$c" | head -n 1)" != "$h" ]; then
+        echo "$c does not include $h first"
+    fi
+done >"$tmp/noheader"
+if [ -s "$tmp/noheader" ]; then
+    notok_lines "every module has a header of its own name, included first" "$tmp/noheader"
+else
+    ok "every module has a header of its own name, included first"
 fi
 
 # every header is a module's own: no header names a module that has its .c
@@ -208,7 +225,6 @@ done <"$tmp/sources" | sort -u >"$tmp/includes"
         if [[ $h == *..* ]] && [ -n "$from_here$from_src" ]; then echo "$f:$n $h (\"..\")"
         elif [[ $line =~ \<[^\>]*\> ]] && [ -n "$from_src$from_here" ]; then echo "$f:$n <$h> (angle brackets)"
         elif [ -z "$from_src" ] && [ -n "$from_here$bare" ]; then echo "$f:$n $h (not its path from src/)"
-        elif [ -n "$bare" ]; then echo "$f:$n $h (no folder)"
         fi
     done >"$tmp/badincludes"
 if [ -s "$tmp/badincludes" ]; then

@@ -122,9 +122,9 @@ count_pg_regress() {    # LOG -> "passed failed" (PostgreSQL 15 and 16+ formats)
 # happened, where the value or block came from), the first frame that is
 # not libc or valgrind's is in bulkhead (bulkhead.so, or the build's src/
 # with debug info: the copy's, or BH_PREBUILT's, where scripts/test.sh
-# compiled the objects it copied: scripts/lib.sh, bh_build_install).  A frame of bulkhead deeper down does not count: the
-# ProcessUtility and ExecutorStart hooks sit under most of the server's
-# work.
+# compiled the objects it copied: scripts/lib.sh, bh_build_install).  A
+# frame of bulkhead deeper down does not count: the ProcessUtility and
+# ExecutorStart hooks sit under most of the server's work.
 scan_logs() {    # scan_logs DIR
     perl -e '
         my ($dir, @src) = grep { $_ ne "" } @ARGV;
