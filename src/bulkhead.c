@@ -25,6 +25,7 @@
 #include "shmem/shmem.h"
 #include "record/statements.h"
 #include "workload/statsfile.h"
+#include "workload/importance.h"
 #include "record/waitlog.h"
 #include "worker/worker.h"
 #include "memory/grantstate.h"
@@ -95,6 +96,7 @@ _PG_init(void)
 	bulkhead_shmem_init();
 	bulkhead_functions_init();
 	bulkhead_rules_init();
+	bulkhead_importance_init();
 	bulkhead_grants_init();
 	bulkhead_history_init();
 	bulkhead_statements_init();

@@ -104,9 +104,12 @@ bulkhead_shmem_size(void)
 											sizeof(BulkheadMoved))));
 	size = add_size(size, MAXALIGN(mul_size(bulkhead_max_keys,
 											sizeof(BulkheadKey))));
+	size = add_size(size, MAXALIGN(mul_size(mul_size(bulkhead_backend_count(),
+													 bulkhead_max_permits_per_backend),
+											sizeof(BulkheadEntryKey))));
 	size = add_size(size, mul_size(mul_size(bulkhead_backend_count(),
 											bulkhead_max_permits_per_backend),
-								   sizeof(BulkheadEntryKey)));
+								   sizeof(BulkheadEntryPrio)));
 	return size;
 }
 
@@ -120,6 +123,21 @@ bulkhead_shmem_request(void)
 	 * worker moves trees of budgets under (budget.c)
 	 */
 	RequestNamedLWLockTranche("bulkhead", bulkhead_max_workloads + 2);
+}
+
+/* Every permit entry's own pieces start free: no key, normal, no boost */
+static void
+init_entries(BulkheadShared *shared, int nentries)
+{
+	int			i;
+
+	for (i = 0; i < nentries; i++)
+	{
+		shared->entry_keys[i].key = -1;
+		shared->entry_keys[i].prev = shared->entry_keys[i].next = -1;
+		shared->entry_prio[i].importance = BULKHEAD_IMPORTANCE_NORMAL;
+		shared->entry_prio[i].boost = BULKHEAD_BOOST_NONE;
+	}
 }
 
 /*
@@ -169,6 +187,8 @@ bulkhead_shmem_startup(void)
 		shared->keys = (BulkheadKey *) ptr;
 		ptr += MAXALIGN(mul_size(bulkhead_max_keys, sizeof(BulkheadKey)));
 		shared->entry_keys = (BulkheadEntryKey *) ptr;
+		ptr += MAXALIGN(mul_size(nentries, sizeof(BulkheadEntryKey)));
+		shared->entry_prio = (BulkheadEntryPrio *) ptr;
 		shared->nkeys = bulkhead_max_keys;
 		SpinLockInit(&shared->key_free_lock);
 		for (i = 0; i < shared->nkeys; i++)
@@ -178,11 +198,7 @@ bulkhead_shmem_startup(void)
 			shared->keys[i].next = i + 1 < shared->nkeys ? i + 1 : -1;
 		}
 		shared->key_free = 0;
-		for (i = 0; i < nentries; i++)
-		{
-			shared->entry_keys[i].key = -1;
-			shared->entry_keys[i].prev = shared->entry_keys[i].next = -1;
-		}
+		init_entries(shared, nentries);
 
 		for (i = 0; i < shared->nslots; i++)
 		{

@@ -32,6 +32,10 @@
  *   a key in use (shared->keys[k]), and       its slot's lock   keys.c
  *         shared->entry_keys[] (per entry)
  *   shared: key_free and a free key's next    key_free_lock     keys.c
+ *   shared->entry_prio[] (per entry), and     its slot's lock   slot.c (the
+ *         slot: prio_waiting (1.5)                              owner sets
+ *                                                               its free
+ *                                                               entry's)
  *   shared: config_loaded, rows_pending       dir_lock          loader.c
  *   shared: config_requested, prepared_change atomic            shmem.c
  *   shared: worker_procno                     none (see below)  shmem.c
@@ -316,6 +320,14 @@ typedef struct BulkheadSlot
 	 */
 	int			sample_peak_running;
 	int			sample_peak_queued;
+
+	/*
+	 * Priorities (1.5), protected by lock, written by slot.c: its waiters
+	 * whose entry_prio is not (normal, no boost).  While 0, the queue is
+	 * served in arrival order (or max_bypass's) without looking at any
+	 * importance: a workload that uses neither pays nothing.
+	 */
+	int			prio_waiting;
 } BulkheadSlot;
 
 /*
@@ -374,6 +386,33 @@ typedef struct BulkheadMoved
 } BulkheadMoved;
 
 /*
+ * Priorities (1.5, importance.h): per permit entry, the importance its wait
+ * carries and whether it was served as a lock holder.  Written by the
+ * owner backend while its entry is free (before it is linked: the slot
+ * lock's acquire orders it before any read), then by slot.c under the
+ * lock of the slot the entry is linked into; read under that lock.
+ */
+typedef enum BulkheadImportance
+{
+	BULKHEAD_IMPORTANCE_LOW = 0,
+	BULKHEAD_IMPORTANCE_NORMAL,
+	BULKHEAD_IMPORTANCE_HIGH
+} BulkheadImportance;
+
+typedef enum BulkheadBoost
+{
+	BULKHEAD_BOOST_NONE = 0,
+	BULKHEAD_BOOST_AHEAD,		/* a lock holder: served ahead of its queue */
+	BULKHEAD_BOOST_BORROWED		/* a lock holder granted over the limit */
+} BulkheadBoost;
+
+typedef struct BulkheadEntryPrio
+{
+	uint8		importance;		/* BulkheadImportance (importance.h) */
+	uint8		boost;			/* BulkheadBoost */
+} BulkheadEntryPrio;
+
+/*
  * A key in use: a tenant of workload slot, holding or waiting.  Free keys
  * are linked from shared->key_free by next, under key_free_lock; a key in
  * use is its slot's (under the slot's lock), linked from slot->first_key.
@@ -429,6 +468,7 @@ typedef struct BulkheadShared
 	int			nkeys;			/* bulkhead.max_keys */
 	BulkheadKey *keys;			/* nkeys */
 	BulkheadEntryKey *entry_keys;	/* one per entry */
+	BulkheadEntryPrio *entry_prio;	/* 1.5: one per entry */
 } BulkheadShared;
 
 extern BulkheadShared *bulkhead_shared;

@@ -54,6 +54,12 @@ typedef struct BulkheadStats
 								 * (in shadow mode: that would have) */
 	uint64		memory_shrunk;	/* statements run with less than requested */
 	BulkheadHistogram memory_wait_hist;
+	/* new in 1.5 (lock holders served first), last for the same reason */
+	uint64		boosts;			/* waits (for a permit or memory) served
+								 * ahead of their queue as lock holders */
+	uint64		borrowed;		/* of those, served over the limit: a
+								 * borrowed permit, or a grant at its floors
+								 * beyond max_memory */
 } BulkheadStats;
 
 /*
