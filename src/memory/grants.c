@@ -44,6 +44,7 @@
 #include "memory/grants.h"
 #include "memory/grantlevel.h"
 #include "workload/slot.h"
+#include "workload/slotstats.h"
 
 #include "miscadmin.h"
 #include "pgstat.h"

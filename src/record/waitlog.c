@@ -273,23 +273,44 @@ bulkhead_waitlog_rejected(const char *workload, bool full)
 		write_line("timed_out", workload, NULL, ERRCODE_BULKHEAD_TIMEOUT, 0);
 }
 
-void
-bulkhead_waitlog_memory(int slotno, int64 wait_us, bool shrunk)
+/* The name of workload slotno ("" for -1), whose permit the caller holds or awaits */
+static void
+slot_name(int slotno, char *name)
 {
-	char		name[NAMEDATALEN] = "";
-
-	if (waitlog == NULL || !wait_logged(Max(wait_us, 0)))
-		return;
+	name[0] = '\0';
 	if (slotno >= 0 && bulkhead_shared != NULL && slotno < bulkhead_shared->nslots)
 	{
-		/* the caller holds a permit there: the slot keeps its name meanwhile */
+		/* an entry of the caller's is linked there: the name stays meanwhile */
 		BulkheadSlot *slot = &bulkhead_shared->slots[slotno];
 
 		bulkhead_slot_lock(slot, LW_SHARED);
 		strlcpy(name, slot->name, NAMEDATALEN);
 		LWLockRelease(slot->lock);
 	}
+}
+
+void
+bulkhead_waitlog_memory(int slotno, int64 wait_us, bool shrunk)
+{
+	char		name[NAMEDATALEN];
+
+	if (waitlog == NULL || !wait_logged(Max(wait_us, 0)))
+		return;
+	slot_name(slotno, name);
 	write_line("memory_wait", name, shrunk ? "shrunk" : "granted",
+			   ERRCODE_SUCCESSFUL_COMPLETION, Max(wait_us, 0));
+}
+
+void
+bulkhead_waitlog_boost(int slotno, bool memory, bool borrowed, int64 wait_us)
+{
+	char		name[NAMEDATALEN];
+
+	if (waitlog == NULL || bulkhead_log_min_wait < 0)
+		return;
+	slot_name(slotno, name);
+	write_line(memory ? "memory_boost" : "boost", name,
+			   borrowed ? "borrowed" : "ahead",
 			   ERRCODE_SUCCESSFUL_COMPLETION, Max(wait_us, 0));
 }
 

@@ -62,6 +62,18 @@ extern void bulkhead_waitlog_rejected(const char *workload, bool full);
  */
 extern void bulkhead_waitlog_memory(int slotno, int64 wait_us, bool shrunk);
 
+/*
+ * Priorities (1.5): a wait (for a permit of workload slotno, or for a
+ * memory grant charged to it; -1: none) was served ahead of its queue
+ * because this backend holds a lock another backend waits for; borrowed:
+ * over the limit (a borrowed permit, or memory at its floors).  wait_us:
+ * how long it had waited.  Written whenever the wait log is on
+ * (bulkhead.log_min_wait >= 0), whatever the wait's length: a boost is
+ * rare and always worth a line.  No lock may be held by the caller.
+ */
+extern void bulkhead_waitlog_boost(int slotno, bool memory, bool borrowed,
+								   int64 wait_us);
+
 /* The worker, at each turn: a line for what the rate limit suppressed */
 extern void bulkhead_waitlog_tick(TimestampTz now);
 

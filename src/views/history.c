@@ -43,6 +43,7 @@
 #include "views/history.h"
 #include "memory/grants.h"
 #include "workload/slot.h"
+#include "workload/slotstats.h"
 #include "memory/grantstate.h"
 
 #include "funcapi.h"

@@ -20,6 +20,7 @@
 #include "memory/grants.h"
 #include "workload/entry_list.h"
 #include "workload/slot.h"
+#include "workload/slotstats.h"
 #include "workload/budget.h"
 #include "memory/grantstate.h"
 

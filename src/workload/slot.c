@@ -516,31 +516,6 @@ bulkhead_slot_undefine(BulkheadSlot *slot)
 	}
 }
 
-/* bulkhead_stats_reset: clear the cumulative figures; peaks start from now */
-void
-bulkhead_slot_reset_stats(BulkheadSlot *slot)
-{
-	bulkhead_stats_clear(&slot->stats);
-	slot->stats.peak_running = slot->running;
-	slot->stats.peak_queued = slot->queued;
-}
-
-/* Memory grants (1.4, grants.c): a wait began, ended or shrunk, per level */
-void
-bulkhead_slot_count_memory(BulkheadSlot *slot, bool began, bool waited,
-						   uint64 wait_us, bool shrunk)
-{
-	for (;; slot = &bulkhead_shared->slots[slot->parent])
-	{
-		slot->stats.memory_waits += began ? 1 : 0;
-		slot->stats.memory_shrunk += shrunk ? 1 : 0;
-		if (waited)
-			bulkhead_hist_add(&slot->stats.memory_wait_hist, wait_us);
-		if (slot->parent < 0)
-			break;
-	}
-}
-
 /*
  * The reaper: free the entries of processes that ended without releasing
  * them (a safety net: every exit path of a backend releases its own), then
@@ -571,30 +546,4 @@ bulkhead_slot_reap(BulkheadSlot *slot)
 	}
 	bulkhead_slot_serve(slot, NULL);
 	return reaped;
-}
-
-/*
- * At shared-memory creation (postmaster, nothing else runs yet): a
- * workload's figures saved at the last clean shutdown, in a slot that stays
- * undefined until the worker reads the table.
- */
-void
-bulkhead_slot_restore(BulkheadSlot *slot, const char *name,
-					  const BulkheadStats *stats)
-{
-	slot->in_use = true;
-	slot->defined = false;
-	slot->restored = true;
-	strlcpy(slot->name, name, NAMEDATALEN);
-	slot->stats = *stats;
-}
-
-/* The history's sample (the worker): the peaks since the last, then now's */
-void
-bulkhead_slot_take_peaks(BulkheadSlot *slot, int *running, int *queued)
-{
-	*running = slot->sample_peak_running;
-	*queued = slot->sample_peak_queued;
-	slot->sample_peak_running = slot->running;
-	slot->sample_peak_queued = slot->queued;
 }

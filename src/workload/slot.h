@@ -88,15 +88,7 @@ extern void bulkhead_slot_set_limit(BulkheadSlot *slot, int limit);
 extern void bulkhead_slot_define(BulkheadSlot *slot, const char *name,
 								 const BulkheadConfig *config, int limit);
 extern void bulkhead_slot_undefine(BulkheadSlot *slot);
-extern void bulkhead_slot_reset_stats(BulkheadSlot *slot);
-extern void bulkhead_slot_count_memory(BulkheadSlot *slot, bool began,
-									   bool waited, uint64 wait_us, bool shrunk);
 extern int	bulkhead_slot_reap(BulkheadSlot *slot);
-extern void bulkhead_slot_restore(BulkheadSlot *slot, const char *name,
-								  const BulkheadStats *stats);
-/* The history's sample (history.c): the peaks since the last one */
-extern void bulkhead_slot_take_peaks(BulkheadSlot *slot, int *running,
-									 int *queued);
 
 /*
  * entry, free, starts holding or waiting (of key k: keyed slots only).

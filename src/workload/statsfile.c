@@ -17,6 +17,7 @@
  */
 #include "workload/statsfile.h"
 #include "workload/slot.h"
+#include "workload/slotstats.h"
 
 #include "pgstat.h"
 #include "storage/fd.h"

@@ -1,0 +1,27 @@
+/*-------------------------------------------------------------------------
+ *
+ * slotstats.h
+ *	  A workload slot's statistics beyond the permits' own path (slotstats.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BULKHEAD_SLOTSTATS_H
+#define BULKHEAD_SLOTSTATS_H
+
+#include "shmem/shmem.h"
+
+/* bulkhead_stats_reset(): clear the cumulative figures (caller holds the lock) */
+extern void bulkhead_slot_reset_stats(BulkheadSlot *slot);
+/* Memory grants (1.4): a wait began, ended or shrunk, at every level */
+extern void bulkhead_slot_count_memory(BulkheadSlot *slot, bool began,
+									   bool waited, uint64 wait_us, bool shrunk);
+/* A wait of this workload was served first as a lock holder (1.5) */
+extern void bulkhead_slot_count_boost(BulkheadSlot *slot, bool borrowed);
+/* At shared-memory creation: the figures saved at the last clean shutdown */
+extern void bulkhead_slot_restore(BulkheadSlot *slot, const char *name,
+								  const BulkheadStats *stats);
+/* The history's sample (history.c): the peaks since the last one */
+extern void bulkhead_slot_take_peaks(BulkheadSlot *slot, int *running,
+									 int *queued);
+
+#endif							/* BULKHEAD_SLOTSTATS_H */
