@@ -42,16 +42,19 @@ bulkhead_slot_count_memory(BulkheadSlot *slot, bool began, bool waited,
 
 /*
  * Priorities (1.5): a wait of this workload (for a permit, or for memory
- * charged to it) was served first as a lock holder, over the limit when
- * borrowed; counted at every level of its tree.  Caller holds slot->lock.
+ * charged to it) was served ahead of its queue as a lock holder (borrowed
+ * false: counted in boosts, once per wait), or then served over the limit
+ * (borrowed true: counted in borrowed); at every level of its tree.
  */
 void
 bulkhead_slot_count_boost(BulkheadSlot *slot, bool borrowed)
 {
 	for (;; slot = &bulkhead_shared->slots[slot->parent])
 	{
-		slot->stats.boosts++;
-		slot->stats.borrowed += borrowed ? 1 : 0;
+		if (borrowed)
+			slot->stats.borrowed++;
+		else
+			slot->stats.boosts++;
 		if (slot->parent < 0)
 			break;
 	}

@@ -15,7 +15,10 @@ extern void bulkhead_slot_reset_stats(BulkheadSlot *slot);
 /* Memory grants (1.4): a wait began, ended or shrunk, at every level */
 extern void bulkhead_slot_count_memory(BulkheadSlot *slot, bool began,
 									   bool waited, uint64 wait_us, bool shrunk);
-/* A wait of this workload was served first as a lock holder (1.5) */
+/*
+ * A wait of this workload was served ahead of its queue as a lock holder
+ * (borrowed false: once per wait), or then over the limit (borrowed true)
+ */
 extern void bulkhead_slot_count_boost(BulkheadSlot *slot, bool borrowed);
 /* At shared-memory creation: the figures saved at the last clean shutdown */
 extern void bulkhead_slot_restore(BulkheadSlot *slot, const char *name,
