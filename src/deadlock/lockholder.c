@@ -23,11 +23,14 @@
  * every partition lock in shared mode, as GetBlockerStatusData does, with
  * PGPROCs and PROCLOCKs read under them.
  *
- * Owns no state.  Calls no module.
+ * bulkhead.boost_lock_holders off: never (1.4's order).
+ *
+ * Owns no state.  Reads importance.c's setting.
  *
  *-------------------------------------------------------------------------
  */
 #include "deadlock/lockholder.h"
+#include "workload/importance.h"
 
 #include "miscadmin.h"
 #include "storage/lock.h"
@@ -74,7 +77,7 @@ bulkhead_lock_waited_on(void)
 	uint32		n = ProcGlobal->allProcCount;
 	uint32		i;
 
-	if (MyProc == NULL)
+	if (MyProc == NULL || !bulkhead_boost_lock_holders)
 		return false;
 	leader = MyProc->lockGroupLeader ? MyProc->lockGroupLeader : MyProc;
 

@@ -5,7 +5,7 @@
  *	  lock holder is served first (lockholder.c).
  *
  * Owns no state.  Called by the waits for a permit (permit/) and for a
- * memory grant (memory/); calls no module.
+ * memory grant (memory/); reads importance.h's bulkhead.boost_lock_holders.
  *
  *-------------------------------------------------------------------------
  */

@@ -39,6 +39,7 @@
 
 int			bulkhead_importance = BULKHEAD_IMPORTANCE_NORMAL;
 int			bulkhead_aging_interval_ms = 10000;
+bool		bulkhead_boost_lock_holders = true;
 
 /* The importance the statement's rule sets, or BULKHEAD_IMPORTANCE_UNSET */
 static int	rule_importance = BULKHEAD_IMPORTANCE_UNSET;
@@ -128,6 +129,15 @@ bulkhead_importance_init(void)
 							PGC_SIGHUP,
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("bulkhead.boost_lock_holders",
+							 "A queued lock holder that another backend waits for is served first.",
+							 "Off: such a holder waits its turn, as in 1.4 (for comparison).",
+							 &bulkhead_boost_lock_holders,
+							 true,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
 }
 
 int

@@ -40,6 +40,8 @@
 /* The settings (PGC_USERSET with a check; PGC_SIGHUP) */
 extern int	bulkhead_importance;
 extern int	bulkhead_aging_interval_ms;
+extern bool bulkhead_boost_lock_holders;	/* PGC_SIGHUP; off: 1.4's
+											 * order, for comparison */
 
 /* From _PG_init: define the settings */
 extern void bulkhead_importance_init(void);
