@@ -448,6 +448,8 @@ bulkhead_grants_wait_cleanup(void)
 		me->held = Max(me->held - me->want, 0);
 	}
 	me->requested = Max(me->requested - me->want_requested, 0);
+	if (me->held == 0)
+		me->boost = BULKHEAD_BOOST_NONE;	/* its boosted wait is over */
 	me->state = MEM_IDLE;
 	my_wait = false;
 	if (bulkhead_grants_shared->head >= 0)

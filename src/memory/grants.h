@@ -39,10 +39,10 @@
  *   (taken at each request, the one its wait carries) and its boost (set
  *   to none when a wait begins, to ahead or none while it waits as it
  *   finds itself a lock holder waited on or not, to borrowed when it is
- *   granted over the limit, to none when its last grant is returned) are
- *   written by the backend itself under the lock, read under it by
- *   whoever serves the queue and by the views; the backend alone reads
- *   its own boost without it.
+ *   granted over the limit, to none when its last grant is returned or its
+ *   wait ends in an error with nothing held) are written by the backend
+ *   itself under the lock, read under it by whoever serves the queue and
+ *   by the views; the backend alone reads its own boost without it.
  * - waiters (head, tail): the backends waiting, in arrival order (their
  *   procnos, linked through backends[]); nranked: how many of them are not
  *   normal or are boosted (0: the queue is served in arrival order).
