@@ -3,8 +3,9 @@
 # transaction holds a row lock another session waits for:
 #
 #  1. is served ahead of an earlier waiter when memory frees (its
-#     deadlock_timeout far off), and the blocked UPDATE finishes once it
-#     commits;
+#     deadlock_timeout at 20s: it asks whether it is waited on every 2 s,
+#     and would borrow only at 20 s), and the blocked UPDATE finishes once
+#     it commits;
 #  2. at its deadlock_timeout, still waited on, is granted over max_memory
 #     at its floors (64kB a node), counted at the workload's level past its
 #     limit and as shrunk: the blocked UPDATE finishes while the statement
@@ -132,7 +133,7 @@ sub block_on_a
 	send_async($w, "DECLARE cw CURSOR FOR $sorted;");
 	ok(waiting_for_memory(1), 'W, holding no lock, waits for memory first');
 	my ($a, $apid) = in_workload();
-	sql($a, "SET LOCAL deadlock_timeout = '60s'");
+	sql($a, "SET LOCAL deadlock_timeout = '20s'");
 	sql($a, 'UPDATE acct SET v = v + 1 WHERE id = 1');
 	send_async($a, "DECLARE ca CURSOR FOR $sorted;");
 	ok(waiting_for_memory(2), 'A, which updated row 1, waits behind W');
@@ -192,7 +193,7 @@ sub end_boosted
 	my $from = -s $node->logfile;
 	my $stmt = $when eq 'waiter' ? "DECLARE ca CURSOR FOR $sorted;"
 	  : "SELECT pg_sleep(300), count(*) FROM ($sorted) s;";
-	my ($h, $a, $apid, $b, $bpid) = inversion($when eq 'waiter' ? '60s' : '1s', $stmt);
+	my ($h, $a, $apid, $b, $bpid) = inversion($when eq 'waiter' ? '20s' : '1s', $stmt);
 	ok(waiting_for_memory(1), "$how $when: A waits for memory");
 	block_on_a($b, $bpid);
 	if ($when eq 'waiter')
