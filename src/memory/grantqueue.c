@@ -22,9 +22,10 @@
  * order is arrival's: the list is walked once, as in 1.4, with no clock
  * read.  Otherwise once per rank, from the highest down.
  *
- * Everything here runs with the grants' lock held exclusively (grants.h)
- * and throws nothing.  Called by grants.c; calls grantlevel.c and
- * importance.h (the rank).
+ * Everything here but bulkhead_grants_queue_ready (this backend's scratch,
+ * allocated before the lock by an acquire or the end of a load) runs with
+ * the grants' lock held exclusively (grants.h) and throws nothing.  Called
+ * by grants.c; calls grantlevel.c and importance.h (the rank).
  *
  *-------------------------------------------------------------------------
  */
@@ -96,12 +97,18 @@ bulkhead_grants_queue_boost(int procno, int boost)
 		bulkhead_grants_shared->nranked++;
 }
 
-static void
-marks_begin(void)
+void
+bulkhead_grants_queue_ready(void)
 {
 	if (marks == NULL)
 		marks = MemoryContextAllocZero(TopMemoryContext,
 									   sizeof(uint32) * (bulkhead_grants_shared->nslots + 1));
+}
+
+static void
+marks_begin(void)
+{
+	Assert(marks != NULL);
 	if (++stamp == 0)
 	{
 		memset(marks, 0, sizeof(uint32) * (bulkhead_grants_shared->nslots + 1));

@@ -4,8 +4,9 @@
  *	  Memory grants (1.5): the waiters' queue and the order it is served in
  *	  (grantqueue.c): by rank (a queued lock holder first, then importance,
  *	  raised by aging), then arrival.  The half of grants.c that serves;
- *	  the locks are grants.h's: every function here is called with the
- *	  grants' lock held (exclusive), and none throws.
+ *	  the locks are grants.h's: every function here but
+ *	  bulkhead_grants_queue_ready is called with the grants' lock held
+ *	  (exclusive), and none of those throws.
  *
  *-------------------------------------------------------------------------
  */
@@ -22,6 +23,13 @@ typedef struct MemWakeups
 	int			n;
 	int			procnos[MEM_WAKE_BATCH];
 } MemWakeups;
+
+/*
+ * This backend's scratch for the queue's order, allocated once: called
+ * before the lock is taken (it may throw), by whatever serves or joins the
+ * queue next (an acquire; the worker's end of a load).
+ */
+extern void bulkhead_grants_queue_ready(void);
 
 /* Link backend procno (its wait, importance, queued_at set) at the tail */
 extern void bulkhead_grants_queue_push(int procno);

@@ -321,6 +321,7 @@ bulkhead_grants_acquire(int slotno, const BulkheadMemRequest *req,
 
 	memset(outcome, 0, sizeof(BulkheadGrantOutcome));
 	outcome->setting_kb = req->setting_kb;
+	bulkhead_grants_queue_ready();	/* (before the lock: it may throw) */
 
 	LWLockAcquire(bulkhead_grants_shared->lock, LW_EXCLUSIVE);
 	bulkhead_grants_make_path(slotno, grant);
@@ -467,6 +468,7 @@ bulkhead_grants_loaded(void)
 {
 	MemWakeups w = {0};
 
+	bulkhead_grants_queue_ready();	/* (before the lock: it may throw) */
 	LWLockAcquire(bulkhead_grants_shared->lock, LW_EXCLUSIVE);
 	bulkhead_grants_mark_limits();
 	if (bulkhead_grants_shared->head >= 0)
