@@ -70,6 +70,10 @@ typedef struct MemBackend
 	int64		want;			/* the request it waits for (cut) */
 	int64		want_requested; /* ... as requested */
 	TimestampTz queued_at;
+	uint8		importance;		/* BulkheadImportance of its last request
+								 * (its wait's, taken when it began) */
+	uint8		boost;			/* BulkheadBoost of its last wait: a lock
+								 * holder served ahead, or over the limit */
 	BulkheadGrant wait;			/* the path of the request it waits for */
 } MemBackend;
 
@@ -86,6 +90,8 @@ typedef struct BulkheadGrants
 	TimestampTz stats_reset;
 	int32		head;			/* the waiters, oldest first */
 	int32		tail;
+	int			nranked;		/* waiters not normal or boosted: 0 keeps
+								 * arrival order (grantqueue.c) */
 	MemLevel   *levels;			/* nslots */
 	MemBackend *backends;		/* nbackends */
 } BulkheadGrants;

@@ -7,14 +7,32 @@
  *	  waiter is short at one of them; otherwise it waits, its permit held,
  *	  in one queue of the server's waiters kept in arrival order.
  *
- * Order.  Freed memory serves the waiters in the order they began to
- * wait.  A waiter that cannot be served blocks, for every later waiter,
- * its own workload (so that a later, smaller request of the same workload
- * does not overtake it) and each level where it is short (so that nothing
- * later takes what it waits for); a later waiter of another tree, where
- * memory is free, is served.  A request larger than a level's max_memory
- * is cut to it first, and one that exceeds a level even so (the floors of
- * a shrunk statement) is granted once that level has nothing granted.
+ * Order (grantqueue.c).  Freed memory serves the waiters by rank, then in
+ * the order they began to wait: a lock holder someone waits for first,
+ * then by the importance its wait carries (bulkhead.importance, or its
+ * rule's, when the wait began), raised one step per
+ * bulkhead.aging_interval of waiting.  A waiter that cannot be served
+ * blocks, for every waiter after it in that order, its own workload (so
+ * that a later, smaller request of the same workload does not overtake it)
+ * and each level where it is short (so that nothing after it takes what it
+ * waits for); a waiter of another tree, where memory is free, is served.
+ * With every waiter normal and none boosted, that is 1.4's arrival order,
+ * worked out as 1.4 did.  A request larger than a level's max_memory is
+ * cut to it first, and one that exceeds a level even so (the floors of a
+ * shrunk statement) is granted once that level has nothing granted.
+ *
+ * A queued lock holder (1.5).  A waiter asks, from its wait's start and
+ * then every tenth of deadlock_timeout, with no LWLock held, whether its
+ * transaction holds a heavyweight lock another backend waits for
+ * (lockholder.h).  While it does, its wait is boosted: ranked above every
+ * importance, served ahead when memory frees (counted once per wait as a
+ * boost, and written to the wait log); when nobody waits on it any more,
+ * the boost is dropped.  Still waited on at its deadlock_timeout (from the
+ * wait's start), it is granted what is free, never below its floors (64 kB
+ * a node), counted at every level even past max_memory: borrowed, counted
+ * as such and as shrunk.  Its grant is returned as any other.  So an
+ * inversion through the memory queue lasts at most deadlock_timeout plus
+ * the holder's statement, and passes a level's bound by its floors alone.
  *
  * After its timeout a waiter takes what is free then, shrunk to it, never
  * an error; so does a statement that may not wait (a nested one, while its
@@ -30,19 +48,27 @@
  * grant or a release is one lock round trip, and a grant's path is walked
  * in this module's copy of the trees, so that no slot lock is taken under
  * it.  The workloads' cumulative figures are counted through slot.c after
- * the lock is released.  Nothing here throws while the lock is held.
+ * the lock is released, the boosts' too.  Nothing here throws while the
+ * lock is held.
  *
  * A grant's levels are its workload's and the budgets above it as they are
  * when it is counted (grantlevel.c: the levels' arithmetic); grantstate.c
  * holds the rest: the shared memory, the worker's definitions, what the
  * views read.  Called by memory.c (the statements), loader.c and worker.c
  * (serving the waiters after a load or a reload of bulkhead.max_memory);
- * calls grantlevel.c, slot.c (statistics) and memreq.c (shrinking).
+ * calls grantlevel.c, grantqueue.c (the queue's order), slot.c and
+ * slotstats.c (statistics), memreq.c (shrinking), importance.c (a wait's
+ * importance), lockholder.c (is this waiter waited on) and waitlog.c (a
+ * boost's line).
  *
  *-------------------------------------------------------------------------
  */
 #include "memory/grants.h"
 #include "memory/grantlevel.h"
+#include "memory/grantqueue.h"
+#include "deadlock/lockholder.h"
+#include "record/waitlog.h"
+#include "workload/importance.h"
 #include "workload/slot.h"
 #include "workload/slotstats.h"
 
@@ -60,167 +86,12 @@
 /* This backend waits (for the cleanup after an error) */
 static bool my_wait = false;
 
-/* Scratch of this backend for the queue's order: a stamp per level */
-static uint32 *marks = NULL;
-static uint32 stamp = 0;
-
-#define SERVER_MARK(g)	((g)->nslots)
-#define WAKE_BATCH		16
-
-typedef struct Wakeups
+/* The workload a wait is charged to, for its counting after the lock */
+typedef struct WaitCharge
 {
-	int			n;
-	int			procnos[WAKE_BATCH];
-} Wakeups;
-
-/*---- The waiters' queue, and its order (caller holds the lock) ----*/
-
-static void
-queue_push(int procno)
-{
-	MemBackend *b = &bulkhead_grants_shared->backends[procno];
-
-	b->prev = bulkhead_grants_shared->tail;
-	b->next = -1;
-	if (bulkhead_grants_shared->tail >= 0)
-		bulkhead_grants_shared->backends[bulkhead_grants_shared->tail].next = procno;
-	else
-		bulkhead_grants_shared->head = procno;
-	bulkhead_grants_shared->tail = procno;
-}
-
-static void
-queue_remove(int procno)
-{
-	MemBackend *b = &bulkhead_grants_shared->backends[procno];
-
-	if (b->prev >= 0)
-		bulkhead_grants_shared->backends[b->prev].next = b->next;
-	else
-		bulkhead_grants_shared->head = b->next;
-	if (b->next >= 0)
-		bulkhead_grants_shared->backends[b->next].prev = b->prev;
-	else
-		bulkhead_grants_shared->tail = b->prev;
-	b->prev = b->next = -1;
-}
-
-static void
-marks_begin(void)
-{
-	if (marks == NULL)
-		marks = MemoryContextAllocZero(TopMemoryContext,
-									   sizeof(uint32) * (bulkhead_grants_shared->nslots + 1));
-	if (++stamp == 0)
-	{
-		memset(marks, 0, sizeof(uint32) * (bulkhead_grants_shared->nslots + 1));
-		stamp = 1;
-	}
-}
-
-static bool
-blocked(const BulkheadGrant *g)
-{
-	int16		path[BULKHEAD_MEM_PATH];
-	int			n = bulkhead_grants_path_of(g, path);
-	int			i;
-
-	if (marks[SERVER_MARK(bulkhead_grants_shared)] == stamp)
-		return true;
-	for (i = 0; i < n; i++)
-		if (marks[path[i]] == stamp)
-			return true;
-	return false;
-}
-
-/* A waiter not served blocks its workload and where it is short */
-static void
-mark_unserved(const BulkheadGrant *g, int64 bytes)
-{
-	int16		path[BULKHEAD_MEM_PATH];
-	int			n = bulkhead_grants_path_of(g, path);
-	int			i;
-
-	if (n == 0 || short_of(&bulkhead_grants_shared->server,
-						   bulkhead_grants_server_max(), bytes, false))
-		marks[SERVER_MARK(bulkhead_grants_shared)] = stamp;
-	for (i = 0; i < n; i++)
-	{
-		MemLevel   *level = &bulkhead_grants_shared->levels[path[i]];
-
-		if (i == 0 || short_of(level, level->max_memory, bytes, false))
-			marks[path[i]] = stamp;
-	}
-}
-
-/*
- * Would a new request of g's path, for bytes, have to wait behind the
- * queue (shadow_too: were its levels in shadow mode enforced)?  Marks what
- * the waiters block.
- */
-static bool
-queue_blocks(const BulkheadGrant *g, int64 bytes, bool shadow_too)
-{
-	int			p;
-
-	marks_begin();
-	for (p = bulkhead_grants_shared->head; p >= 0; p = bulkhead_grants_shared->backends[p].next)
-	{
-		MemBackend *b = &bulkhead_grants_shared->backends[p];
-
-		if (blocked(&b->wait) || !bulkhead_grants_fits(&b->wait, b->want, false))
-			mark_unserved(&b->wait, b->want);
-	}
-	return blocked(g) || !bulkhead_grants_fits(g, bytes, shadow_too);
-}
-
-static void
-wake_later(Wakeups *w, int procno)
-{
-	if (w->n < WAKE_BATCH)
-		w->procnos[w->n++] = procno;
-	else
-		SetLatch(&GetPGProcByNumber(procno)->procLatch);
-}
-
-static void
-wake_all(Wakeups *w)
-{
-	int			i;
-
-	for (i = 0; i < w->n; i++)
-		SetLatch(&GetPGProcByNumber(w->procnos[i])->procLatch);
-	w->n = 0;
-}
-
-/* Serve the waiters that fit now, oldest first (see the header) */
-static void
-serve(Wakeups *w)
-{
-	int			p = bulkhead_grants_shared->head;
-
-	marks_begin();
-	while (p >= 0)
-	{
-		MemBackend *b = &bulkhead_grants_shared->backends[p];
-		int			next = b->next;
-
-		if (!blocked(&b->wait) && bulkhead_grants_fits(&b->wait, b->want, false))
-		{
-			queue_remove(p);
-			bulkhead_grants_count_waiting(&b->wait, -1);
-			bulkhead_grants_add_along(&b->wait, b->want);
-			b->wait.bytes = b->want;
-			b->held += b->want;
-			pg_write_barrier();
-			b->state = MEM_GRANTED;
-			wake_later(w, p);
-		}
-		else
-			mark_unserved(&b->wait, b->want);
-		p = next;
-	}
-}
+	int			slotno;			/* -1: none */
+	const char *name;			/* its name when the wait began */
+} WaitCharge;
 
 /*---- A statement's grant ----*/
 
@@ -276,44 +147,151 @@ count_workload(int slotno, const char *name, bool began, uint64 wait_us,
 	LWLockRelease(slot->lock);
 }
 
-/* Wait for the grant of this backend's queued request (see acquire) */
+/*---- A queued lock holder (1.5) ----*/
+
+/*
+ * How often a waiter asks whether it holds a lock someone waits for: a
+ * tenth of deadlock_timeout, so that a holder is found (and served ahead)
+ * within a tenth of it, and its grant over the limit comes at most a tenth
+ * after its deadlock_timeout; never more often than every 10 ms, since an
+ * ask takes the lock manager's 16 partition locks (shared) whenever some
+ * backend waits for a heavyweight lock.  Only waiters ask.
+ */
+static int64
+holder_ask_us(void)
+{
+	return (int64) Max(10, DeadlockTimeout / 10) * 1000;
+}
+
+/*
+ * Count a boost of a wait (borrowed: its grant over the limit) in its
+ * workload's figures and in the wait log.  After the grants' lock.
+ */
+static void
+count_boost(const WaitCharge *charge, bool borrowed, int64 wait_us)
+{
+	if (charge->slotno >= 0 && charge->name[0] != '\0')
+	{
+		BulkheadSlot *slot = &bulkhead_shared->slots[charge->slotno];
+
+		bulkhead_slot_lock(slot, LW_EXCLUSIVE);
+		if (bulkhead_slot_matches(slot, charge->name))
+			bulkhead_slot_count_boost(slot, borrowed);
+		LWLockRelease(slot->lock);
+	}
+	bulkhead_waitlog_boost(charge->slotno, true, borrowed, Max(wait_us, 0));
+}
+
+/*
+ * Is this waiter a lock holder someone waits for?  Asked with no LWLock
+ * held.  Waited on: its wait is boosted, served ahead of every other (at
+ * once if what it waits for is free); no longer: the boost is dropped.
+ * Returns whether it is waited on; *boosted: whether this ask boosted it.
+ */
+static bool
+ask_holder(MemBackend *me, bool *boosted)
+{
+	bool		waited_on = bulkhead_lock_waited_on();
+	int			boost = waited_on ? BULKHEAD_BOOST_AHEAD : BULKHEAD_BOOST_NONE;
+	MemWakeups w = {0};
+
+	*boosted = false;
+	/* (written by this backend alone, under the lock: read without it) */
+	if (me->boost == boost)
+		return waited_on;
+	LWLockAcquire(bulkhead_grants_shared->lock, LW_EXCLUSIVE);
+	if (me->state == MEM_WAITING)
+	{
+		bulkhead_grants_queue_boost(BULKHEAD_MY_PROCNO, boost);
+		bulkhead_grants_serve(&w);	/* it may go now, or those it blocked */
+		*boosted = waited_on;
+	}
+	LWLockRelease(bulkhead_grants_shared->lock);
+	bulkhead_grants_wake_all(&w);
+	return waited_on;
+}
+
+/*
+ * The end of a wait: granted, or still queued and then granted what is
+ * free now, shrunk to it, never below its floors (past the limit if need
+ * be): at its memory_timeout, or as a lock holder still waited on at its
+ * deadlock_timeout (borrow).  Returns whether it borrowed so.
+ */
+static bool
+finish_wait(MemBackend *me, const BulkheadMemRequest *req, bool borrow,
+			BulkheadGrant *grant, BulkheadGrantOutcome *outcome)
+{
+	MemWakeups w = {0};
+	bool		borrowed = false;
+
+	LWLockAcquire(bulkhead_grants_shared->lock, LW_EXCLUSIVE);
+	if (me->state == MEM_WAITING)
+	{
+		bulkhead_grants_queue_remove(BULKHEAD_MY_PROCNO);
+		bulkhead_grants_count_waiting(&me->wait, -1);
+		me->held += take_free(&me->wait, req, me->want, false, outcome);
+		if (borrow)
+		{
+			me->boost = BULKHEAD_BOOST_BORROWED;	/* (no longer queued) */
+			borrowed = true;
+		}
+		bulkhead_grants_serve(&w);	/* those it blocked may go */
+	}
+	*grant = me->wait;
+	me->state = MEM_IDLE;
+	my_wait = false;
+	LWLockRelease(bulkhead_grants_shared->lock);
+	bulkhead_grants_wake_all(&w);
+	return borrowed;
+}
+
+/*
+ * Wait for the grant of this backend's queued request (see acquire),
+ * asking from its start, every holder_ask_us, whether it holds a lock
+ * someone waits for (see ask_holder); one still waited on at its
+ * deadlock_timeout borrows (finish_wait).
+ */
 static void
 wait_for_grant(MemBackend *me, const BulkheadMemRequest *req, int64 timeout_us,
-			   BulkheadGrant *grant, BulkheadGrantOutcome *outcome)
+			   const WaitCharge *charge, BulkheadGrant *grant,
+			   BulkheadGrantOutcome *outcome)
 {
 	TimestampTz deadline = me->queued_at +
 		Min(timeout_us, PG_INT64_MAX - me->queued_at);
+	TimestampTz borrow_at = me->queued_at + (int64) DeadlockTimeout * 1000;
+	TimestampTz next_ask = me->queued_at;
 	uint32		wait_event = memory_wait_event();
-	Wakeups		w = {0};
+	bool		counted = false;
+	bool		borrow = false;
 
 	for (;;)
 	{
 		TimestampTz now;
 		long		sleep_ms;
+		bool		boosted;
 
 		CHECK_FOR_INTERRUPTS();
 		now = GetCurrentTimestamp();
-		pg_read_barrier();
-		if (*((volatile uint8 *) &me->state) == MEM_GRANTED || now >= deadline)
+		if (now >= next_ask)
 		{
-			LWLockAcquire(bulkhead_grants_shared->lock, LW_EXCLUSIVE);
-			if (me->state == MEM_WAITING)
+			borrow = ask_holder(me, &boosted) && now >= borrow_at;
+			next_ask = now + holder_ask_us();
+			if (boosted && !counted)
 			{
-				/* its time is up: what is free now, shrunk to it */
-				queue_remove(BULKHEAD_MY_PROCNO);
-				bulkhead_grants_count_waiting(&me->wait, -1);
-				me->held += take_free(&me->wait, req, me->want, false, outcome);
-				serve(&w);		/* those it blocked may go */
+				counted = true; /* once per wait */
+				count_boost(charge, false, now - me->queued_at);
 			}
-			*grant = me->wait;
-			me->state = MEM_IDLE;
-			my_wait = false;
-			LWLockRelease(bulkhead_grants_shared->lock);
-			wake_all(&w);
+		}
+		pg_read_barrier();
+		if (*((volatile uint8 *) &me->state) == MEM_GRANTED || now >= deadline ||
+			borrow)
+		{
 			outcome->wait_us = now > me->queued_at ? now - me->queued_at : 0;
+			if (finish_wait(me, req, borrow, grant, outcome))
+				count_boost(charge, true, outcome->wait_us);
 			return;
 		}
-		sleep_ms = (long) Min((deadline - now + 999) / 1000, (int64) INT_MAX);
+		sleep_ms = (long) Min((Min(deadline, next_ask) - now + 999) / 1000, (int64) INT_MAX);
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 sleep_ms, wait_event);
 		ResetLatch(MyLatch);
@@ -338,9 +316,12 @@ bulkhead_grants_acquire(int slotno, const BulkheadMemRequest *req,
 	bool		queue;
 	bool		waits = false;
 	char		name[NAMEDATALEN] = "";
+	int			importance = bulkhead_importance_current();
+	WaitCharge	charge = {slotno, name};
 
 	memset(outcome, 0, sizeof(BulkheadGrantOutcome));
 	outcome->setting_kb = req->setting_kb;
+	bulkhead_grants_queue_ready();	/* (before the lock: it may throw) */
 
 	LWLockAcquire(bulkhead_grants_shared->lock, LW_EXCLUSIVE);
 	bulkhead_grants_make_path(slotno, grant);
@@ -355,6 +336,7 @@ bulkhead_grants_acquire(int slotno, const BulkheadMemRequest *req,
 	me->pid = MyProcPid;
 	me->slot = (int16) slotno;
 	me->requested += requested;
+	me->importance = (uint8) importance;
 
 	/* a request larger than a level's limit is cut to it */
 	cut = bulkhead_grants_free_along(grant, true);
@@ -364,7 +346,8 @@ bulkhead_grants_acquire(int slotno, const BulkheadMemRequest *req,
 		want = (int64) bulkhead_memreq_bytes_at(req, outcome->setting_kb);
 		outcome->shrunk = true;
 	}
-	queue = bulkhead_grants_shared->head >= 0 ? queue_blocks(grant, want, shadow) :
+	queue = bulkhead_grants_shared->head >= 0 ?
+		bulkhead_grants_queue_blocks(grant, want, shadow, importance) :
 		!bulkhead_grants_fits(grant, want, shadow);
 	if (shadow || !queue)
 	{
@@ -391,8 +374,9 @@ bulkhead_grants_acquire(int slotno, const BulkheadMemRequest *req,
 		me->want_requested = requested;
 		me->wait = *grant;
 		me->queued_at = GetCurrentTimestamp();
+		me->boost = BULKHEAD_BOOST_NONE;
 		me->state = MEM_WAITING;
-		queue_push(BULKHEAD_MY_PROCNO);
+		bulkhead_grants_queue_push(BULKHEAD_MY_PROCNO);
 		bulkhead_grants_count_waiting(grant, 1);
 		bulkhead_grants_shared->waits++;
 		my_wait = true;
@@ -414,7 +398,7 @@ bulkhead_grants_acquire(int slotno, const BulkheadMemRequest *req,
 		return;
 	}
 	count_workload(slotno, name, true, 0, false, false);
-	wait_for_grant(me, req, timeout_us, grant, outcome);
+	wait_for_grant(me, req, timeout_us, &charge, grant, outcome);
 
 	LWLockAcquire(bulkhead_grants_shared->lock, LW_EXCLUSIVE);
 	bulkhead_hist_add(&bulkhead_grants_shared->wait_hist, (uint64) outcome->wait_us);
@@ -428,24 +412,26 @@ void
 bulkhead_grants_release(BulkheadGrant *grant, int64 requested)
 {
 	MemBackend *me = &bulkhead_grants_shared->backends[BULKHEAD_MY_PROCNO];
-	Wakeups		w = {0};
+	MemWakeups w = {0};
 
 	LWLockAcquire(bulkhead_grants_shared->lock, LW_EXCLUSIVE);
 	bulkhead_grants_add_along(grant, -grant->bytes);
 	me->held = Max(me->held - grant->bytes, 0);
 	me->requested = Max(me->requested - requested, 0);
+	if (me->held == 0)
+		me->boost = BULKHEAD_BOOST_NONE;	/* its boosted grant is over */
 	grant->bytes = 0;
 	if (bulkhead_grants_shared->head >= 0)
-		serve(&w);
+		bulkhead_grants_serve(&w);
 	LWLockRelease(bulkhead_grants_shared->lock);
-	wake_all(&w);
+	bulkhead_grants_wake_all(&w);
 }
 
 void
 bulkhead_grants_wait_cleanup(void)
 {
 	MemBackend *me;
-	Wakeups		w = {0};
+	MemWakeups w = {0};
 
 	if (!my_wait)
 		return;
@@ -453,7 +439,7 @@ bulkhead_grants_wait_cleanup(void)
 	LWLockAcquire(bulkhead_grants_shared->lock, LW_EXCLUSIVE);
 	if (me->state == MEM_WAITING)
 	{
-		queue_remove(BULKHEAD_MY_PROCNO);
+		bulkhead_grants_queue_remove(BULKHEAD_MY_PROCNO);
 		bulkhead_grants_count_waiting(&me->wait, -1);
 	}
 	else if (me->state == MEM_GRANTED)
@@ -463,12 +449,14 @@ bulkhead_grants_wait_cleanup(void)
 		me->held = Max(me->held - me->want, 0);
 	}
 	me->requested = Max(me->requested - me->want_requested, 0);
+	if (me->held == 0)
+		me->boost = BULKHEAD_BOOST_NONE;	/* its boosted wait is over */
 	me->state = MEM_IDLE;
 	my_wait = false;
 	if (bulkhead_grants_shared->head >= 0)
-		serve(&w);
+		bulkhead_grants_serve(&w);
 	LWLockRelease(bulkhead_grants_shared->lock);
-	wake_all(&w);
+	bulkhead_grants_wake_all(&w);
 }
 
 /*
@@ -478,12 +466,13 @@ bulkhead_grants_wait_cleanup(void)
 void
 bulkhead_grants_loaded(void)
 {
-	Wakeups		w = {0};
+	MemWakeups w = {0};
 
+	bulkhead_grants_queue_ready();	/* (before the lock: it may throw) */
 	LWLockAcquire(bulkhead_grants_shared->lock, LW_EXCLUSIVE);
 	bulkhead_grants_mark_limits();
 	if (bulkhead_grants_shared->head >= 0)
-		serve(&w);
+		bulkhead_grants_serve(&w);
 	LWLockRelease(bulkhead_grants_shared->lock);
-	wake_all(&w);
+	bulkhead_grants_wake_all(&w);
 }

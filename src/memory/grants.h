@@ -3,14 +3,16 @@
  * grants.h
  *	  Memory grants (1.4): the memory granted to running statements, per
  *	  workload (a budget's for its whole subtree) and for the server, the
- *	  statements waiting for theirs, in arrival order (grants.c).  The
+ *	  statements waiting for theirs, served by rank, then arrival (grants.c,
+ *	  grantqueue.c: importance, aging, a queued lock holder first).  The
  *	  shared memory, the worker's load and the views' reads are
  *	  grantstate.h's; the levels' arithmetic grantlevel.h's.
  *
  * Shared state and its lock
  * -------------------------
  * BulkheadGrants (one per cluster, shmem "bulkhead grants") belongs to the
- * grants modules alone (grants.c, grantlevel.c, grantstate.c); every field
+ * grants modules alone (grants.c, grantqueue.c, grantlevel.c,
+ * grantstate.c); every field
  * below is protected by its one LWLock (tranche "bulkhead grants") but
  * those marked otherwise.  The worker takes it with the slots' directory
  * lock held (bulkhead_grants_prepare); no one takes the directory's lock
@@ -33,9 +35,17 @@
  * - backends[procno]: what the backend using that PGPROC holds and awaits,
  *   for bulkhead_activity and the waiters' queue: its waiting request and
  *   path are written by the backend itself, its state by the backend or by
- *   whoever grants its wait (then its granted figures too).
- * - waiters: the backends waiting, in arrival order (their procnos, linked
- *   through backends[]).
+ *   whoever grants its wait (then its granted figures too).  Its importance
+ *   (taken at each request, the one its wait carries) and its boost (set
+ *   to none when a wait begins, to ahead or none while it waits as it
+ *   finds itself a lock holder waited on or not, to borrowed when it is
+ *   granted over the limit, to none when its last grant is returned or its
+ *   wait ends in an error with nothing held) are written by the backend
+ *   itself under the lock, read under it by whoever serves the queue and
+ *   by the views; the backend alone reads its own boost without it.
+ * - waiters (head, tail): the backends waiting, in arrival order (their
+ *   procnos, linked through backends[]); nranked: how many of them are not
+ *   normal or are boosted (0: the queue is served in arrival order).
  * - nlimits (atomic): the workloads with a max_memory, written by the
  *   worker's load, read without the lock: with none and bulkhead.max_memory
  *   off, a statement costs nothing.
@@ -66,7 +76,9 @@ typedef struct BulkheadGrantOutcome
 /*
  * The grant of a statement of workload slotno (-1: none, the server's
  * limit only) requesting req: at once when it fits at every level and no
- * earlier waiter is short at one of them; else it waits, FIFO, up to the
+ * waiter served before it is short at one of them; else it waits, by
+ * rank then arrival (a lock holder someone waits for first: over the
+ * limit, at its floors, at its deadlock_timeout), up to the
  * workload's memory_timeout (may_wait false, or in shadow mode: never),
  * then is granted what is free, shrunk to it.  A statement outside any
  * workload never waits: it is granted what is free (the floor only, while

@@ -79,6 +79,7 @@ bulkhead_grants_shmem_startup(void)
 		{
 			memset(&bulkhead_grants_shared->backends[i], 0, sizeof(MemBackend));
 			bulkhead_grants_shared->backends[i].slot = -1;
+			bulkhead_grants_shared->backends[i].importance = BULKHEAD_IMPORTANCE_NORMAL;
 			bulkhead_grants_shared->backends[i].prev = bulkhead_grants_shared->backends[i].next = -1;
 		}
 	}
@@ -231,6 +232,8 @@ bulkhead_grants_backends(BulkheadMemBackendRow *rows, int max)
 		rows[n].waiting = b->state == MEM_WAITING;
 		rows[n].requested = b->requested;
 		rows[n].granted = b->held;
+		rows[n].importance = b->importance;
+		rows[n].boost = b->boost;
 		n++;
 	}
 	LWLockRelease(bulkhead_grants_shared->lock);

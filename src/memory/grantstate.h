@@ -63,6 +63,11 @@ typedef struct BulkheadMemBackendRow
 	bool		waiting;
 	int64		requested;
 	int64		granted;
+	int			importance;		/* BulkheadImportance of its last request */
+	int			boost;			/* BulkheadBoost: its wait (or the one its
+								 * grant came from) was a lock holder's,
+								 * served ahead (AHEAD) or over the limit
+								 * (BORROWED) */
 } BulkheadMemBackendRow;
 
 extern int	bulkhead_grants_backends(BulkheadMemBackendRow *rows, int max);
