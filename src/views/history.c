@@ -446,8 +446,8 @@ bulkhead_history(PG_FUNCTION_ARGS)
 
 /*
  * bulkhead_history_boosts() (1.5): the boost counters of every row of the
- * ring, which the view joins to bulkhead_history()'s by workload and
- * interval (bulkhead_history() keeps the columns of 1.4, so that the
+ * ring, one row per workload and interval, which the view joins to
+ * bulkhead_history()'s by workload and interval (bulkhead_history() keeps the columns of 1.4, so that the
  * update replaces the view, keeping its privileges).
  */
 Datum
@@ -466,16 +466,38 @@ bulkhead_history_boosts(PG_FUNCTION_ARGS)
 	{
 		int			r;
 
+		const HistoryRow *first = &rows[n * history->nslots];
+
 		for (r = 0; r < intervals[n].nrows; r++)
 		{
-			const HistoryRow *row = &rows[n * history->nslots + r];
 			Datum		values[4];
 			bool		nulls[4] = {0};
+			int64		boosts = 0;
+			int64		borrowed = 0;
+			int			o;
 
-			values[0] = CStringGetTextDatum(row->workload);
+			/*
+			 * One row per name, so that the view's join never doubles a
+			 * row: a workload deleted and made again while its last
+			 * permits drained has two rows in an interval, each shown
+			 * with their sum.
+			 */
+			for (o = 0; o < r; o++)
+				if (strcmp(first[o].workload, first[r].workload) == 0)
+					break;
+			if (o < r)
+				continue;
+			for (o = r; o < intervals[n].nrows; o++)
+			{
+				if (strcmp(first[o].workload, first[r].workload) != 0)
+					continue;
+				boosts += first[o].count[C_BOOSTS];
+				borrowed += first[o].count[C_BORROWED];
+			}
+			values[0] = CStringGetTextDatum(first[r].workload);
 			values[1] = TimestampTzGetDatum(intervals[n].start);
-			values[2] = Int64GetDatum(row->count[C_BOOSTS]);
-			values[3] = Int64GetDatum(row->count[C_BORROWED]);
+			values[2] = Int64GetDatum(boosts);
+			values[3] = Int64GetDatum(borrowed);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
 	}
