@@ -464,9 +464,8 @@ bulkhead_history_boosts(PG_FUNCTION_ARGS)
 	count = copy_ring(&intervals, &rows);
 	for (n = 0; n < count; n++)
 	{
-		int			r;
-
 		const HistoryRow *first = &rows[n * history->nslots];
+		int			r;
 
 		for (r = 0; r < intervals[n].nrows; r++)
 		{
