@@ -21,7 +21,7 @@ OBJS = \
 	src/memory/grantlevel.o src/memory/grantqueue.o src/memory/grants.o src/memory/grantstate.o src/memory/memory.o src/memory/memreq.o src/memory/utilreq.o \
 	src/config/catalog.o src/config/rules.o src/config/tables.o src/config/treecheck.o \
 	src/statement/hooks.o src/statement/lanes.o src/statement/toplevel.o src/statement/transparent.o src/statement/utility.o \
-	src/views/history.o src/views/memviews.o src/views/views.o \
+	src/views/history.o src/views/historyfile.o src/views/memviews.o src/views/prioviews.o src/views/views.o \
 	src/worker/adaptive.o src/worker/cpus.o src/worker/holdersample.o src/worker/loader.o src/worker/runaway.o src/worker/worker.o \
 	src/bulkhead.o
 DATA = sql/bulkhead--1.0.sql sql/bulkhead--1.1.sql sql/bulkhead--1.0--1.1.sql \
@@ -42,7 +42,7 @@ FIXED_LOCALE = --encoding=UTF8 --no-locale
 # pg_regress: sql/<name>.sql against expected/<name>.out
 REGRESS = setup workload_table permits call_shapes failed_statement scopes guards \
 	guard_levels errors stats transparent bad_input privileges rules adaptive \
-	budgets holds lanes memory history statements waitlog
+	budgets holds lanes memory history statements waitlog importance
 REGRESS_OPTS = --temp-instance=./tmp_check_regress $(FIXED_LOCALE) \
 	--temp-config=$(srcdir)/test/regress.conf
 

@@ -1,3 +1,89 @@
 /* bulkhead--1.4--1.5.sql: update an installed bulkhead 1.4 to 1.5 */
 
 \echo Use "ALTER EXTENSION bulkhead UPDATE TO '1.5'" to load this file. \quit
+
+-- 1.5 (issue 48): importance within a queue, and a queued lock holder
+-- served first.
+--
+-- A rule sets the importance of the waits of the transactions and
+-- statements it classifies (NULL: the session's bulkhead.importance).  The
+-- check raises 22023 for a value that is not low, normal or high.
+CREATE FUNCTION @extschema@.bulkhead_check_importance(importance text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'bulkhead_check_importance'
+LANGUAGE C STABLE PARALLEL SAFE;
+
+ALTER TABLE @extschema@.bulkhead_rule
+    ADD COLUMN importance text
+        CONSTRAINT bulkhead_rule_importance_valid
+        CHECK (@extschema@.bulkhead_check_importance(importance));
+
+-- bulkhead_stats, bulkhead_activity and bulkhead_history gain their last
+-- columns from functions of their own, as in 1.4: the views are replaced,
+-- not dropped, so that the privileges an operator set on them (and views
+-- of theirs on them) stay.
+--
+-- Per workload since stats_reset: the waits served ahead of their queue as
+-- lock holders (boosts), and of those, the ones served over the limit
+-- (boosts_borrowed: a borrowed permit, or memory at its floors).
+CREATE FUNCTION @extschema@.bulkhead_priority_stats(
+    OUT workload text,
+    OUT boosts bigint,
+    OUT boosts_borrowed bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'bulkhead_priority_stats'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE OR REPLACE VIEW @extschema@.bulkhead_stats AS
+    SELECT s.*, l.settings,
+           m.max_memory, m.memory_granted, m.memory_waiting, m.memory_waits,
+           m.memory_shrunk, m.memory_wait_p99_ms,
+           p.boosts, p.boosts_borrowed
+      FROM @extschema@.bulkhead_stats() s
+      LEFT JOIN @extschema@.bulkhead_lane_settings() l ON l.workload = s.workload
+      LEFT JOIN @extschema@.bulkhead_memory_stats() m ON m.workload = s.workload
+      LEFT JOIN @extschema@.bulkhead_priority_stats() p ON p.workload = s.workload;
+
+-- Per permit held or awaited: its importance (a waiter's as aging has
+-- raised it by now; a holder's as its wait carried it), whether it was
+-- served (or is being served) ahead of its queue as a lock holder, and
+-- whether it holds a permit borrowed over the limit
+CREATE FUNCTION @extschema@.bulkhead_priority_activity(
+    OUT pid integer,
+    OUT workload text,
+    OUT importance text,
+    OUT boosted boolean,
+    OUT borrowed boolean)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'bulkhead_priority_activity'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE OR REPLACE VIEW @extschema@.bulkhead_activity AS
+    SELECT a.pid, a.workload,
+           CASE WHEN m.waiting THEN 'waiting for memory' ELSE a.state END AS state,
+           a.scope, a.since, a.wait_ms, a.moved_from, a.key,
+           m.memory_requested, m.memory_granted,
+           p.importance, p.boosted, p.borrowed
+      FROM @extschema@.bulkhead_activity() a
+      LEFT JOIN @extschema@.bulkhead_memory_activity() m
+             ON m.pid = a.pid AND m.workload = a.workload AND a.state = 'running'
+      LEFT JOIN @extschema@.bulkhead_priority_activity() p
+             ON p.pid = a.pid AND p.workload = a.workload;
+
+-- Per workload per interval of bulkhead_history: the boosts, as its other
+-- counts are
+CREATE FUNCTION @extschema@.bulkhead_history_boosts(
+    OUT workload text,
+    OUT interval_start timestamptz,
+    OUT boosts bigint,
+    OUT boosts_borrowed bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'bulkhead_history_boosts'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE OR REPLACE VIEW @extschema@.bulkhead_history AS
+    SELECT h.*, b.boosts, b.boosts_borrowed
+      FROM @extschema@.bulkhead_history() h
+      LEFT JOIN @extschema@.bulkhead_history_boosts() b
+             ON b.workload = h.workload AND b.interval_start = h.interval_start
+     ORDER BY h.interval_start, h.workload;

@@ -18,6 +18,12 @@ RETURNS boolean
 AS 'MODULE_PATHNAME', 'bulkhead_check_memory'
 LANGUAGE C STABLE PARALLEL SAFE;
 
+-- 1.5: a rule's importance, low, normal or high (22023 otherwise)
+CREATE FUNCTION @extschema@.bulkhead_check_importance(importance text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'bulkhead_check_importance'
+LANGUAGE C STABLE PARALLEL SAFE;
+
 -- Workload definitions: the table is the configuration API.  The background
 -- worker reads it in the database named by bulkhead.database; a committed
 -- change reaches shared memory within a second.
@@ -263,13 +269,26 @@ RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'bulkhead_memory_stats'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
+-- 1.5: per workload since stats_reset: the waits served ahead of their
+-- queue as lock holders (boosts), and of those, the ones served over the
+-- limit (boosts_borrowed: a borrowed permit, or memory at its floors).
+CREATE FUNCTION @extschema@.bulkhead_priority_stats(
+    OUT workload text,
+    OUT boosts bigint,
+    OUT boosts_borrowed bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'bulkhead_priority_stats'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
 CREATE VIEW @extschema@.bulkhead_stats AS
     SELECT s.*, l.settings,
            m.max_memory, m.memory_granted, m.memory_waiting, m.memory_waits,
-           m.memory_shrunk, m.memory_wait_p99_ms
+           m.memory_shrunk, m.memory_wait_p99_ms,
+           p.boosts, p.boosts_borrowed
       FROM @extschema@.bulkhead_stats() s
       LEFT JOIN @extschema@.bulkhead_lane_settings() l ON l.workload = s.workload
-      LEFT JOIN @extschema@.bulkhead_memory_stats() m ON m.workload = s.workload;
+      LEFT JOIN @extschema@.bulkhead_memory_stats() m ON m.workload = s.workload
+      LEFT JOIN @extschema@.bulkhead_priority_stats() p ON p.workload = s.workload;
 
 CREATE FUNCTION @extschema@.bulkhead_activity(
     OUT pid integer,
@@ -297,16 +316,34 @@ RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'bulkhead_memory_activity'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
+-- 1.5: per permit held or awaited: its importance (a waiter's as aging has
+-- raised it by now; a holder's as its wait carried it), whether it was
+-- served (or is being served) ahead of its queue as a lock holder, and
+-- whether it holds a permit borrowed over the limit
+CREATE FUNCTION @extschema@.bulkhead_priority_activity(
+    OUT pid integer,
+    OUT workload text,
+    OUT importance text,
+    OUT boosted boolean,
+    OUT borrowed boolean)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'bulkhead_priority_activity'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
 -- The row of the permit a backend's statements are charged to shows their
 -- memory, and the state 'waiting for memory' while one waits for it
+-- (1.5: and the permit's importance and boost)
 CREATE VIEW @extschema@.bulkhead_activity AS
     SELECT a.pid, a.workload,
            CASE WHEN m.waiting THEN 'waiting for memory' ELSE a.state END AS state,
            a.scope, a.since, a.wait_ms, a.moved_from, a.key,
-           m.memory_requested, m.memory_granted
+           m.memory_requested, m.memory_granted,
+           p.importance, p.boosted, p.borrowed
       FROM @extschema@.bulkhead_activity() a
       LEFT JOIN @extschema@.bulkhead_memory_activity() m
-             ON m.pid = a.pid AND m.workload = a.workload AND a.state = 'running';
+             ON m.pid = a.pid AND m.workload = a.workload AND a.state = 'running'
+      LEFT JOIN @extschema@.bulkhead_priority_activity() p
+             ON p.pid = a.pid AND p.workload = a.workload;
 
 -- 1.4: the server's memory grants (bulkhead.max_memory), one row
 CREATE FUNCTION @extschema@.bulkhead_memory(
@@ -409,7 +446,12 @@ CREATE TABLE @extschema@.bulkhead_rule (
                                   THEN cardinality(command) >= 1 AND
                                        array_position(command, NULL) IS NULL AND
                                        command <@ '{select,insert,update,delete,merge,utility}'::text[]
-                                  ELSE false END)
+                                  ELSE false END),
+    -- 1.5: the importance of the waits of the transactions and statements
+    -- the rule classifies (NULL: the session's bulkhead.importance)
+    importance        text
+                      CONSTRAINT bulkhead_rule_importance_valid
+                      CHECK (@extschema@.bulkhead_check_importance(importance))
 );
 
 COMMENT ON TABLE @extschema@.bulkhead_rule IS
@@ -505,9 +547,23 @@ RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'bulkhead_history'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
+-- 1.5: per workload per interval of bulkhead_history: the boosts, as its
+-- other counts are
+CREATE FUNCTION @extschema@.bulkhead_history_boosts(
+    OUT workload text,
+    OUT interval_start timestamptz,
+    OUT boosts bigint,
+    OUT boosts_borrowed bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'bulkhead_history_boosts'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
 CREATE VIEW @extschema@.bulkhead_history AS
-    SELECT * FROM @extschema@.bulkhead_history()
-     ORDER BY interval_start, workload;
+    SELECT h.*, b.boosts, b.boosts_borrowed
+      FROM @extschema@.bulkhead_history() h
+      LEFT JOIN @extschema@.bulkhead_history_boosts() b
+             ON b.workload = h.workload AND b.interval_start = h.interval_start
+     ORDER BY h.interval_start, h.workload;
 
 -- bulkhead_statements: what admission did per (queryid, workload), while
 -- bulkhead.track_statements is on; join pg_stat_statements on queryid for

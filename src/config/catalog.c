@@ -21,7 +21,8 @@
  * Owns no shared state: it asks the worker to reload through shmem.c.
  * Called by loader.c (the lookups) and by the triggers; reads the settings
  * of shmem.c and rules.c; has the trees of budgets checked (treecheck.c);
- * tells the row count only to who may count the rows (disclose.c).
+ * tells the row count only to who may count the rows (disclose.c).  Also
+ * the check of a rule's importance (1.5), by importance.c's names.
  *
  *-------------------------------------------------------------------------
  */
@@ -29,6 +30,7 @@
 #include "acl/disclose.h"
 #include "config/rules.h"
 #include "config/treecheck.h"
+#include "workload/importance.h"
 
 #include "access/genam.h"
 #include "access/htup_details.h"
@@ -55,6 +57,7 @@
 
 PG_FUNCTION_INFO_V1(bulkhead_workload_changed);
 PG_FUNCTION_INFO_V1(bulkhead_rule_changed);
+PG_FUNCTION_INFO_V1(bulkhead_check_importance);
 
 /* A configuration table and what its trigger says about it */
 typedef struct ConfigTable
@@ -429,4 +432,25 @@ bulkhead_rule_changed(PG_FUNCTION_ARGS)
 	&verified_rule_table};
 
 	return config_table_changed(fcinfo, &ct);
+}
+
+/*
+ * bulkhead_check_importance(importance text) (1.5): the check of a rule's
+ * importance.  Raises 22023 for a value that is not an importance; true
+ * otherwise (NULL: the session's bulkhead.importance).
+ */
+Datum
+bulkhead_check_importance(PG_FUNCTION_ARGS)
+{
+	char	   *value;
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_BOOL(true);
+	value = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	if (bulkhead_importance_parse(value) == BULKHEAD_IMPORTANCE_UNSET)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid importance \"%s\" for a rule", value),
+				 errhint("Use low, normal or high, or NULL for the session's bulkhead.importance.")));
+	PG_RETURN_BOOL(true);
 }

@@ -31,11 +31,13 @@
  * (which lock protects which field is written down in rules.h), and the
  * settings bulkhead.workload, bulkhead.exempt_superuser and
  * bulkhead.max_rules.  Called by loader.c (the set), transparent.c (classifying
- * and publishing) and catalog.c (max_rules); calls shmem.c only.
+ * and publishing) and catalog.c (max_rules); calls shmem.c, and
+ * importance.c (1.5: publishing sets the importance a rule gives).
  *
  *-------------------------------------------------------------------------
  */
 #include "config/rules.h"
+#include "workload/importance.h"
 
 #include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
@@ -74,6 +76,7 @@ static char *cache_appname = NULL;	/* TopMemoryContext */
 static bool cache_matched;
 static int32 cache_position;
 static char cache_workload[NAMEDATALEN];
+static int	cache_importance;	/* 1.5: the rule's, or UNSET */
 
 /* The statement rules that match the session (TopMemoryContext) */
 static uint64 cache_version = 0;	/* evaluations of this session */
@@ -319,6 +322,7 @@ evaluate_rules(Oid userid, const char *appname)
 		cache_matched = true;
 		cache_position = copy[i].position;
 		strlcpy(cache_workload, copy[i].workload, NAMEDATALEN);
+		cache_importance = copy[i].importance;
 	}
 	if (copy)
 		pfree(copy);
@@ -345,10 +349,25 @@ refresh_cache(void)
 		evaluate_rules(userid, appname);
 }
 
+/* The importance (1.5) the rule at position sets, of this session's copy */
+static int
+rule_importance(int32 position)
+{
+	int			i;
+
+	if (cache_matched && cache_position == position)
+		return cache_importance;
+	for (i = 0; i < cache_nstatement; i++)
+		if (cache_statement[i].position == position)
+			return cache_statement[i].importance;
+	return BULKHEAD_IMPORTANCE_UNSET;
+}
+
 /*
  * Write this backend's record (only its owner ever does), for
  * bulkhead_classify(pid): the gate does at each transaction start, and
- * bulkhead_classify() for the calling session.
+ * bulkhead_classify() for the calling session.  And the importance its
+ * waits carry from now on (importance.c): its rule's, if it sets one.
  */
 void
 bulkhead_publish_classification(const BulkheadClassification *class)
@@ -357,6 +376,9 @@ bulkhead_publish_classification(const BulkheadClassification *class)
 	const char *workload = class->workload ? class->workload : "";
 	int			procno = BULKHEAD_MY_PROCNO;
 
+	bulkhead_importance_set_rule(class->source == BULKHEAD_CLASS_RULE ?
+								 rule_importance(class->position) :
+								 BULKHEAD_IMPORTANCE_UNSET);
 	if (published && published_source == class->source &&
 		published_position == class->position &&
 		strcmp(published_workload, workload) == 0)

@@ -71,6 +71,9 @@ typedef struct BulkheadRule
 	bool		has_client_addr;
 	bool		has_min_cost;
 	uint8		commands;		/* BULKHEAD_CMD_* bits; 0: any (NULL) */
+	int8		importance;		/* 1.5: of the waits of what it classifies
+								 * (BulkheadImportance); -1: NULL, the
+								 * session's bulkhead.importance */
 	double		min_cost;
 	char		role[NAMEDATALEN];
 	char		database[NAMEDATALEN];
@@ -152,7 +155,11 @@ bulkhead_is_statement_rule(const BulkheadRule *rule)
 extern const BulkheadRule *bulkhead_statement_rules(int *n);
 extern uint64 bulkhead_statement_rules_version(void);
 
-/* A backend: the classification of its next transaction, and publishing it */
+/*
+ * A backend: the classification of its next transaction, and publishing it
+ * (which also sets the importance its waits carry from then on: the
+ * rule's, when a rule that sets one classified it; importance.c)
+ */
 extern void bulkhead_classify_session(BulkheadClassification *out);
 extern void bulkhead_publish_classification(const BulkheadClassification *class);
 

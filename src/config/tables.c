@@ -20,6 +20,7 @@
 #include "config/catalog.h"
 #include "guards/capsparse.h"
 #include "memory/memreq.h"
+#include "workload/importance.h"
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -30,7 +31,18 @@
 #include "utils/inet.h"
 #include "utils/snapmgr.h"
 
-static bool text_column(HeapTuple tuple, TupleDesc desc, int col, char *buf);
+/* A text column into a name-sized buffer; false if NULL */
+static bool
+text_column(HeapTuple tuple, TupleDesc desc, int col, char *buf)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(tuple, desc, col, &isnull);
+
+	if (isnull)
+		return false;
+	strlcpy(buf, TextDatumGetCString(d), NAMEDATALEN);
+	return true;
+}
 
 /* Milliseconds guard column: NULL -> no guard */
 static int
@@ -268,19 +280,6 @@ look_at_prepared_changes(void)
 	prepared_check_pending = false;
 }
 
-/* A text column into a name-sized buffer; false if NULL */
-static bool
-text_column(HeapTuple tuple, TupleDesc desc, int col, char *buf)
-{
-	bool		isnull;
-	Datum		d = SPI_getbinval(tuple, desc, col, &isnull);
-
-	if (isnull)
-		return false;
-	strlcpy(buf, TextDatumGetCString(d), NAMEDATALEN);
-	return true;
-}
-
 /*
  * A rule's min_cost and command (columns 7 and 8; 1.3), checked when
  * written: a kind not known here matches nothing.
@@ -336,6 +335,7 @@ read_rule(HeapTuple tuple, TupleDesc desc, BulkheadRule *rule)
 {
 	bool		isnull;
 	Datum		addr;
+	char		buf[NAMEDATALEN];
 
 	rule->position = DatumGetInt32(SPI_getbinval(tuple, desc, 1, &isnull));
 	rule->has_role = text_column(tuple, desc, 2, rule->role);
@@ -354,6 +354,9 @@ read_rule(HeapTuple tuple, TupleDesc desc, BulkheadRule *rule)
 	}
 	(void) text_column(tuple, desc, 6, rule->workload);
 	read_statement_columns(tuple, desc, rule);
+	/* 1.5's importance (checked when written; an unknown one: NULL) */
+	rule->importance = text_column(tuple, desc, 9, buf) ?
+		bulkhead_importance_parse(buf) : BULKHEAD_IMPORTANCE_UNSET;
 }
 
 /* The columns read from bulkhead_rule, in the order of the query below */
@@ -370,12 +373,13 @@ static const struct
 	{"client_addr", INETOID},
 	{"workload", TEXTOID},
 	{"min_cost", FLOAT8OID},
-	{"command", TEXTARRAYOID}
+	{"command", TEXTARRAYOID},
+	{"importance", TEXTOID}
 };
 
-/* the columns checked for every version; the last two are 1.3's */
+/* the columns checked for every version; then 1.3's two, 1.5's one */
 #define NUM_RULE_COLUMNS	((int) lengthof(rule_columns))
-#define NUM_1_1_RULE_COLUMNS	(NUM_RULE_COLUMNS - 2)
+#define NUM_1_1_RULE_COLUMNS	(NUM_RULE_COLUMNS - 3)
 
 /*
  * Read bulkhead_rule of the extension, if it has one: only its own table
@@ -424,9 +428,11 @@ read_rules(const BulkheadExtension *ext, MemoryContext cxt,
 	initStringInfo(&query);
 	appendStringInfo(&query,
 					 "SELECT position, role, database, application_name,"
-					 " client_addr, workload, %s FROM %s ORDER BY position",
+					 " client_addr, workload, %s, %s FROM %s ORDER BY position",
 					 statement ? "min_cost, command" :
 					 "NULL::pg_catalog.float8, NULL::pg_catalog.text[]",
+					 bulkhead_check_column(relid, "importance", TEXTOID, true) ?
+					 "importance" : "NULL::pg_catalog.text",	/* 1.5 */
 					 bulkhead_qualified_table_name(relid));
 	if (SPI_execute(query.data, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read table \"bulkhead_rule\"");
@@ -536,14 +542,8 @@ read_workloads(const BulkheadExtension *ext, MemoryContext cxt,
 /*
  * Read the table (if the extension exists in this database) into rows, and
  * the rules into rules_out, allocated in the caller's memory context.
- * Returns the number of rows.
- *
- * Only the extension's own tables are read (members of the extension,
- * found by OID, not by name), and only after their columns were checked to
- * have the types the extension's version created.  The queries run under
- * search_path = pg_catalog, pg_temp and name every function, operator and
- * type with its schema besides, so that nothing a user made is ever run
- * here: the worker runs as the bootstrap superuser.
+ * Returns the number of rows.  Only the extension's own tables, their
+ * columns checked first (see the header).
  */
 int
 bulkhead_read_tables(WorkloadRow **rows_out, BulkheadRuleList *rules_out)

@@ -26,21 +26,23 @@
  * leave older rows as they were.  An interval has a row for each workload
  * defined at its end, and for each deleted one that did anything in it.
  *
- * The ring is saved to pg_stat/bulkhead_history.stat by the postmaster at a
- * clean shutdown and read back (then removed) when it makes the shared
- * memory, as the statistics are (statsfile.c); after a crash it starts
- * empty.  What happened between the last sample and the shutdown is in no
- * interval: the first after the start begins at the start.
+ * The ring is saved at a clean shutdown and read back when the shared
+ * memory is made (historyfile.c); after a crash it starts empty.  What
+ * happened between the last sample and the shutdown is in no interval: the
+ * first after the start begins at the start.  The ring's types are in
+ * historyring.h, for historyfile.c.
  *
  * Owns BulkheadHistory (history.h says which lock protects what) and the
  * settings bulkhead.history_interval and bulkhead.history_length.  Called
  * by worker.c (the samples), bulkhead.c (init, shared memory, the file)
- * and PostgreSQL's function manager; calls slot.c, stats.c, grantstate.c and
- * shmem.c.
+ * and PostgreSQL's function manager; calls slot.c, stats.c, grantstate.c,
+ * shmem.c and historyfile.c.
  *
  *-------------------------------------------------------------------------
  */
 #include "views/history.h"
+#include "views/historyfile.h"
+#include "views/historyring.h"
 #include "memory/grants.h"
 #include "workload/slot.h"
 #include "workload/slotstats.h"
@@ -58,74 +60,11 @@
 #include "utils/tuplestore.h"	/* funcapi.h includes it only up to 18 */
 
 PG_FUNCTION_INFO_V1(bulkhead_history);
+PG_FUNCTION_INFO_V1(bulkhead_history_boosts);
 
 /*---- GUC variables ----*/
 int			bulkhead_history_interval = 60;
 int			bulkhead_history_length = 60;
-
-#define HISTORY_FILE		PGSTAT_STAT_PERMANENT_DIRECTORY "/bulkhead_history.stat"
-#define HISTORY_FILE_TMP	HISTORY_FILE ".tmp"
-#define HISTORY_MAGIC		0x42484831	/* "BHH1" */
-#define HISTORY_FORMAT		1
-
-/* The counters of a row, in the order of the view's columns */
-enum
-{
-	C_ACQUIRED,
-	C_RELEASED,
-	C_REJECTED_FULL,
-	C_TIMED_OUT,
-	C_CANCELLED,
-	C_MOVED_IN,
-	C_MOVED_OUT,
-	C_MEMORY_WAITS,				/* the view's last column */
-	NCOUNTS
-};
-
-/* One workload in one interval */
-typedef struct HistoryRow
-{
-	char		workload[NAMEDATALEN];
-	int64		count[NCOUNTS]; /* during the interval */
-	double		wait_p99_us;	/* of the waits that ended in it; -1: none */
-	double		hold_p99_us;	/* of the holds that ended in it; -1: none */
-	int32		peak_running;	/* highest during the interval */
-	int32		peak_queued;
-	int64		peak_memory_granted;	/* bytes */
-} HistoryRow;
-
-typedef struct HistoryInterval
-{
-	TimestampTz start;
-	TimestampTz end;
-	int32		nrows;
-} HistoryInterval;
-
-/* A slot's figures at the last sample (the worker's) */
-typedef struct HistoryPrev
-{
-	bool		valid;
-	TimestampTz stats_reset;
-	uint64		count[NCOUNTS];
-	BulkheadHistogram wait_hist;
-	BulkheadHistogram hold_hist;
-} HistoryPrev;
-
-typedef struct BulkheadHistory
-{
-	LWLock	   *lock;
-	int			length;			/* intervals in the ring */
-	int			nslots;			/* rows per interval at most */
-	TimestampTz started_at;		/* when this shared memory was made */
-	/* protected by lock */
-	int			next;			/* where the next interval goes */
-	int			count;			/* intervals kept, <= length */
-	HistoryInterval *intervals; /* length */
-	HistoryRow *rows;			/* length * nslots: interval i's at i * nslots */
-	/* the worker's alone */
-	TimestampTz last_sample;	/* end of the last interval; 0: none yet */
-	HistoryPrev *prev;			/* nslots */
-} BulkheadHistory;
 
 static BulkheadHistory *history = NULL;
 
@@ -244,6 +183,8 @@ counts_of(const BulkheadStats *st, uint64 *count)
 	count[C_MOVED_IN] = st->moved_in;
 	count[C_MOVED_OUT] = st->moved_out;
 	count[C_MEMORY_WAITS] = st->memory_waits;
+	count[C_BOOSTS] = st->boosts;		/* 1.5 */
+	count[C_BORROWED] = st->borrowed;
 }
 
 /* The p99 of what cur holds beyond prev (all of cur when from_zero) */
@@ -397,133 +338,20 @@ bulkhead_history_tick(TimestampTz now)
 	return (long) Max((next_end - now + 999) / 1000, 1);
 }
 
-/*---- Across a clean restart ----*/
+/*---- Across a clean restart (historyfile.c) ----*/
 
-/*
- * on_shmem_exit callback of the postmaster: write the ring, oldest
- * interval first.  Nothing else runs by then, so no lock is needed.  File
- * layout: magic, format, sizeof(HistoryRow), count; then count intervals,
- * each followed by its rows.
- */
 void
 bulkhead_history_save(int code, Datum arg)
 {
-	uint32		header[4];
-	FILE	   *file;
-	int			n;
-
 	/* after a crash, the history is discarded */
-	if (code != 0 || history == NULL)
-		return;
-
-	file = AllocateFile(HISTORY_FILE_TMP, PG_BINARY_W);
-	if (file == NULL)
-		goto error;
-	header[0] = HISTORY_MAGIC;
-	header[1] = HISTORY_FORMAT;
-	header[2] = sizeof(HistoryRow);
-	header[3] = history->count;
-	if (fwrite(header, sizeof(header), 1, file) != 1)
-		goto error;
-	for (n = 0; n < history->count; n++)
-	{
-		int			i = (history->next - history->count + n + history->length) %
-			history->length;
-		HistoryInterval *interval = &history->intervals[i];
-
-		if (fwrite(interval, sizeof(HistoryInterval), 1, file) != 1 ||
-			fwrite(&history->rows[i * history->nslots], sizeof(HistoryRow),
-				   interval->nrows, file) != (size_t) interval->nrows)
-			goto error;
-	}
-	if (FreeFile(file) != 0)
-	{
-		file = NULL;
-		goto error;
-	}
-	(void) durable_rename(HISTORY_FILE_TMP, HISTORY_FILE, LOG);
-	return;
-
-error:
-	ereport(LOG,
-			(errcode_for_file_access(),
-			 errmsg("could not write file \"%s\": %m", HISTORY_FILE_TMP)));
-	if (file)
-		FreeFile(file);
-	unlink(HISTORY_FILE_TMP);
+	if (code == 0 && history != NULL)
+		bulkhead_historyfile_save(history);
 }
 
-/* Read one saved interval into the ring (the oldest is overwritten) */
-static bool
-restore_interval(FILE *file)
-{
-	HistoryInterval interval;
-	HistoryRow *rows = &history->rows[history->next * history->nslots];
-	HistoryRow	skipped;
-	int			r;
-
-	if (fread(&interval, sizeof(interval), 1, file) != 1 || interval.nrows < 0)
-		return false;
-	for (r = 0; r < interval.nrows; r++)
-	{
-		/* with a lower bulkhead.max_workloads, the rows beyond are lost */
-		if (fread(r < history->nslots ? &rows[r] : &skipped,
-				  sizeof(HistoryRow), 1, file) != 1)
-			return false;
-		if (r < history->nslots)
-			rows[r].workload[NAMEDATALEN - 1] = '\0';
-	}
-	interval.nrows = Min(interval.nrows, history->nslots);
-	history->intervals[history->next] = interval;
-	history->next = (history->next + 1) % history->length;
-	if (history->count < history->length)
-		history->count++;
-	return true;
-}
-
-/*
- * At shared-memory creation (postmaster, no concurrency): the intervals
- * saved at the last clean shutdown, the newest bulkhead.history_length of
- * them; then the file is removed, so that a crash later on does not bring
- * them back.
- */
 void
 bulkhead_history_restore(void)
 {
-	uint32		header[4];
-	FILE	   *file;
-	uint32		n;
-
-	file = AllocateFile(HISTORY_FILE, PG_BINARY_R);
-	if (file == NULL)
-	{
-		if (errno != ENOENT)
-			ereport(LOG,
-					(errcode_for_file_access(),
-					 errmsg("could not read file \"%s\": %m", HISTORY_FILE)));
-		return;
-	}
-	if (fread(header, sizeof(header), 1, file) != 1 ||
-		header[0] != HISTORY_MAGIC || header[1] != HISTORY_FORMAT ||
-		header[2] != sizeof(HistoryRow))
-	{
-		ereport(LOG,
-				(errmsg("ignoring bulkhead history file \"%s\": it is corrupt or from another version",
-						HISTORY_FILE)));
-		header[3] = 0;
-	}
-	for (n = 0; n < header[3]; n++)
-	{
-		if (!restore_interval(file))
-		{
-			ereport(LOG,
-					(errmsg("bulkhead history file \"%s\" ends early: %u of its %u intervals were read",
-							HISTORY_FILE, n, header[3])));
-			break;
-		}
-	}
-	FreeFile(file);
-	unlink(HISTORY_FILE);
+	bulkhead_historyfile_restore(history);
 }
 
 /*---- The view ----*/
@@ -557,21 +385,18 @@ put_row(ReturnSetInfo *rsinfo, const HistoryInterval *interval,
 }
 
 /*
- * bulkhead_history(): every row of the ring, oldest interval first.  The
- * ring is copied under its lock held shared, into memory allocated before
- * the lock is taken; the tuples are made after it is released.
+ * The ring's intervals, oldest first, and their rows (interval n's at
+ * n * history->nslots), copied under its lock held shared into memory
+ * allocated before the lock is taken.  Returns how many intervals.
  */
-Datum
-bulkhead_history(PG_FUNCTION_ARGS)
+static int
+copy_ring(HistoryInterval **intervals_out, HistoryRow **rows_out)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	HistoryInterval *intervals;
 	HistoryRow *rows;
 	int			count;
 	int			n;
 
-	bulkhead_check_loaded();
-	InitMaterializedSRF(fcinfo, 0);
 	intervals = palloc(sizeof(HistoryInterval) * history->length);
 	rows = palloc(mul_size(sizeof(HistoryRow), (Size) history->length * history->nslots));
 
@@ -586,13 +411,94 @@ bulkhead_history(PG_FUNCTION_ARGS)
 			   sizeof(HistoryRow) * intervals[n].nrows);
 	}
 	LWLockRelease(history->lock);
+	*intervals_out = intervals;
+	*rows_out = rows;
+	return count;
+}
 
+/*
+ * bulkhead_history(): every row of the ring, oldest interval first; the
+ * tuples are made after the ring's lock is released.
+ */
+Datum
+bulkhead_history(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	HistoryInterval *intervals;
+	HistoryRow *rows;
+	int			count;
+	int			n;
+
+	bulkhead_check_loaded();
+	InitMaterializedSRF(fcinfo, 0);
+	count = copy_ring(&intervals, &rows);
 	for (n = 0; n < count; n++)
 	{
 		int			r;
 
 		for (r = 0; r < intervals[n].nrows; r++)
 			put_row(rsinfo, &intervals[n], &rows[n * history->nslots + r]);
+	}
+	pfree(intervals);
+	pfree(rows);
+	return (Datum) 0;
+}
+
+/*
+ * bulkhead_history_boosts() (1.5): the boost counters of every row of the
+ * ring, one row per workload and interval, which the view joins to
+ * bulkhead_history()'s by workload and interval (bulkhead_history() keeps the columns of 1.4, so that the
+ * update replaces the view, keeping its privileges).
+ */
+Datum
+bulkhead_history_boosts(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	HistoryInterval *intervals;
+	HistoryRow *rows;
+	int			count;
+	int			n;
+
+	bulkhead_check_loaded();
+	InitMaterializedSRF(fcinfo, 0);
+	count = copy_ring(&intervals, &rows);
+	for (n = 0; n < count; n++)
+	{
+		const HistoryRow *first = &rows[n * history->nslots];
+		int			r;
+
+		for (r = 0; r < intervals[n].nrows; r++)
+		{
+			Datum		values[4];
+			bool		nulls[4] = {0};
+			int64		boosts = 0;
+			int64		borrowed = 0;
+			int			o;
+
+			/*
+			 * One row per name, so that the view's join never doubles a
+			 * row: a workload deleted and made again while its last
+			 * permits drained has two rows in an interval, each shown
+			 * with their sum.
+			 */
+			for (o = 0; o < r; o++)
+				if (strcmp(first[o].workload, first[r].workload) == 0)
+					break;
+			if (o < r)
+				continue;
+			for (o = r; o < intervals[n].nrows; o++)
+			{
+				if (strcmp(first[o].workload, first[r].workload) != 0)
+					continue;
+				boosts += first[o].count[C_BOOSTS];
+				borrowed += first[o].count[C_BORROWED];
+			}
+			values[0] = CStringGetTextDatum(first[r].workload);
+			values[1] = TimestampTzGetDatum(intervals[n].start);
+			values[2] = Int64GetDatum(boosts);
+			values[3] = Int64GetDatum(borrowed);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
 	}
 	pfree(intervals);
 	pfree(rows);

@@ -364,7 +364,7 @@ my %expected_types = (
 		  shadow_queued shadow_rejected deadlocks wait_time_seconds
 		  hold_time_seconds budget_over_hold budget_moved_out
 		  budget_moved_in memory_waits memory_shrunk memory_server_waits
-		  memory_server_shrunk)));
+		  memory_server_shrunk priority_boosts priority_boosts_borrowed)));
 for my $m (sort keys %expected_types)
 {
 	is($types{$m}, $expected_types{$m}, "# TYPE $m $expected_types{$m}");
@@ -466,6 +466,12 @@ for my $l (\%w, \%sh, \%m1, \%m2)
 	{
 		metric_is('bulkhead_memory_wait_p99_seconds', $l, $p99 / 1000);
 	}
+}
+# lock holders served first (1.5): no lock holder waited, no boost
+for my $l (\%w, \%sh, \%m1, \%m2)
+{
+	metric_is("bulkhead_$_", $l, 0)
+	  for qw(priority_boosts_total priority_boosts_borrowed_total);
 }
 # the server level: bulkhead.max_memory in bytes; nothing waits. What is
 # granted may include the exporter's own statement, which reads the view

@@ -203,6 +203,21 @@ is($node->safe_psql('postgres', q{
 		       (SELECT count(*) >= 0 FROM bulkhead_history),
 		       (SELECT count(*) FROM bulkhead_statements)}),
 	't|t|f|t|0', "the updates to $default_version add bulkhead_history and bulkhead_statements, readable by all");
+# 1.5's columns (issue 48): a rule's importance (NULL for the rows of
+# before, checked as in a fresh install), the views' priority columns
+is($node->safe_psql('postgres', q{
+		SELECT count(*) FILTER (WHERE importance IS NULL) || '/' || count(*)
+		  FROM bulkhead_rule}),
+	'1/1', "the update to $default_version gives the rules of before no importance");
+my ($uret, $uout, $uerr) = $node->psql('postgres',
+	"UPDATE bulkhead_rule SET importance = 'urgent'");
+like($uerr, qr/invalid importance "urgent" for a rule/,
+	"the updated rule table checks importance");
+is($node->safe_psql('postgres', q{
+		SELECT count(*) >= 0 FROM (SELECT importance, boosted, borrowed FROM bulkhead_activity) a,
+		       (SELECT boosts, boosts_borrowed FROM bulkhead_stats) s,
+		       (SELECT boosts, boosts_borrowed FROM bulkhead_history) h}),
+	't', "the updated views have the priority columns");
 $node->safe_psql('postgres', q{
 	DROP VIEW my_stats, my_activity;
 	GRANT SELECT ON bulkhead_stats, bulkhead_activity TO PUBLIC;

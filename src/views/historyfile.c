@@ -1,0 +1,185 @@
+/*-------------------------------------------------------------------------
+ *
+ * historyfile.c
+ *	  bulkhead_history's ring across a clean restart: saved to
+ *	  pg_stat/bulkhead_history.stat by the postmaster at a clean shutdown,
+ *	  read back (then removed) when it makes the shared memory, as the
+ *	  statistics are (statsfile.c); after a crash the ring starts empty.
+ *
+ * File layout: magic, format, sizeof(HistoryRow), count; then count
+ * intervals, each followed by its rows.  Format 2 (1.5) has the boost
+ * counters in its rows; a file of format 1 (1.4) is read too, its rows'
+ * boosts zero, so that an update of the library keeps the history.
+ *
+ * At the postmaster's start (restore) and clean shutdown (save) nothing
+ * else runs, and no lock is taken.  Owns no state (the ring is history.c's,
+ * which calls here).  Calls no module.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "views/historyfile.h"
+
+#include "pgstat.h"
+#include "storage/fd.h"
+
+#define HISTORY_FILE		PGSTAT_STAT_PERMANENT_DIRECTORY "/bulkhead_history.stat"
+#define HISTORY_FILE_TMP	HISTORY_FILE ".tmp"
+#define HISTORY_MAGIC		0x42484831	/* "BHH1" */
+#define HISTORY_FORMAT		2			/* 1.5; 1: 1.4's, read too */
+
+/* A row of format 1 (1.4): the counters up to memory_waits */
+typedef struct HistoryRowV1
+{
+	char		workload[NAMEDATALEN];
+	int64		count[C_MEMORY_WAITS + 1];
+	double		wait_p99_us;
+	double		hold_p99_us;
+	int32		peak_running;
+	int32		peak_queued;
+	int64		peak_memory_granted;
+} HistoryRowV1;
+
+/* Read a row of format 1 into row, its later counters zero */
+static bool
+read_row_v1(FILE *file, HistoryRow *row)
+{
+	HistoryRowV1 old;
+
+	if (fread(&old, sizeof(old), 1, file) != 1)
+		return false;
+	memset(row, 0, sizeof(HistoryRow));
+	memcpy(row->workload, old.workload, NAMEDATALEN);
+	memcpy(row->count, old.count, sizeof(old.count));
+	row->wait_p99_us = old.wait_p99_us;
+	row->hold_p99_us = old.hold_p99_us;
+	row->peak_running = old.peak_running;
+	row->peak_queued = old.peak_queued;
+	row->peak_memory_granted = old.peak_memory_granted;
+	return true;
+}
+
+/*
+ * At a clean shutdown (the postmaster's on_shmem_exit, history.c): write
+ * the ring, oldest interval first (the layout: see the header).
+ */
+void
+bulkhead_historyfile_save(BulkheadHistory *history)
+{
+	uint32		header[4];
+	FILE	   *file;
+	int			n;
+
+	file = AllocateFile(HISTORY_FILE_TMP, PG_BINARY_W);
+	if (file == NULL)
+		goto error;
+	header[0] = HISTORY_MAGIC;
+	header[1] = HISTORY_FORMAT;
+	header[2] = sizeof(HistoryRow);
+	header[3] = history->count;
+	if (fwrite(header, sizeof(header), 1, file) != 1)
+		goto error;
+	for (n = 0; n < history->count; n++)
+	{
+		int			i = (history->next - history->count + n + history->length) %
+			history->length;
+		HistoryInterval *interval = &history->intervals[i];
+
+		if (fwrite(interval, sizeof(HistoryInterval), 1, file) != 1 ||
+			fwrite(&history->rows[i * history->nslots], sizeof(HistoryRow),
+				   interval->nrows, file) != (size_t) interval->nrows)
+			goto error;
+	}
+	if (FreeFile(file) != 0)
+	{
+		file = NULL;
+		goto error;
+	}
+	(void) durable_rename(HISTORY_FILE_TMP, HISTORY_FILE, LOG);
+	return;
+
+error:
+	ereport(LOG,
+			(errcode_for_file_access(),
+			 errmsg("could not write file \"%s\": %m", HISTORY_FILE_TMP)));
+	if (file)
+		FreeFile(file);
+	unlink(HISTORY_FILE_TMP);
+}
+
+/* Read one saved interval into the ring (the oldest is overwritten) */
+static bool
+restore_interval(BulkheadHistory *history, FILE *file, uint32 format)
+{
+	HistoryInterval interval;
+	HistoryRow *rows = &history->rows[history->next * history->nslots];
+	HistoryRow	skipped;
+	int			r;
+
+	if (fread(&interval, sizeof(interval), 1, file) != 1 || interval.nrows < 0)
+		return false;
+	for (r = 0; r < interval.nrows; r++)
+	{
+		/* with a lower bulkhead.max_workloads, the rows beyond are lost */
+		HistoryRow *row = r < history->nslots ? &rows[r] : &skipped;
+
+		if (!(format == 1 ? read_row_v1(file, row) :
+			  fread(row, sizeof(HistoryRow), 1, file) == 1))
+			return false;
+		row->workload[NAMEDATALEN - 1] = '\0';
+		/* the counters 1.5 added, checked as a file of 1.5 may be corrupt */
+		if (row->count[C_BOOSTS] < 0 || row->count[C_BORROWED] < 0)
+			return false;
+	}
+	interval.nrows = Min(interval.nrows, history->nslots);
+	history->intervals[history->next] = interval;
+	history->next = (history->next + 1) % history->length;
+	if (history->count < history->length)
+		history->count++;
+	return true;
+}
+
+/*
+ * At shared-memory creation (postmaster, no concurrency): the intervals
+ * saved at the last clean shutdown, the newest bulkhead.history_length of
+ * them; then the file is removed, so that a crash later on does not bring
+ * them back.
+ */
+void
+bulkhead_historyfile_restore(BulkheadHistory *history)
+{
+	uint32		header[4];
+	FILE	   *file;
+	uint32		n;
+
+	file = AllocateFile(HISTORY_FILE, PG_BINARY_R);
+	if (file == NULL)
+	{
+		if (errno != ENOENT)
+			ereport(LOG,
+					(errcode_for_file_access(),
+					 errmsg("could not read file \"%s\": %m", HISTORY_FILE)));
+		return;
+	}
+	if (fread(header, sizeof(header), 1, file) != 1 ||
+		header[0] != HISTORY_MAGIC ||
+		!((header[1] == HISTORY_FORMAT && header[2] == sizeof(HistoryRow)) ||
+		  (header[1] == 1 && header[2] == sizeof(HistoryRowV1))))
+	{
+		ereport(LOG,
+				(errmsg("ignoring bulkhead history file \"%s\": it is corrupt or from another version",
+						HISTORY_FILE)));
+		header[3] = 0;
+	}
+	for (n = 0; n < header[3]; n++)
+	{
+		if (!restore_interval(history, file, header[1]))
+		{
+			ereport(LOG,
+					(errmsg("bulkhead history file \"%s\" ends early: %u of its %u intervals were read",
+							HISTORY_FILE, n, header[3])));
+			break;
+		}
+	}
+	FreeFile(file);
+	unlink(HISTORY_FILE);
+}
