@@ -18,13 +18,18 @@
  * aging: bulkhead_importance_rank without the boost, which has a column
  * of its own); for a holder, the importance its wait carried.
  *
+ * A row in state 'waiting for memory' shows the importance that wait
+ * carries (grantstate.c's read of the memory waiters), and a memory
+ * grant's boost counts as the row's.
+ *
  * Owns no state.  Called by PostgreSQL's function manager only; calls
- * shmem.c, importance.c and disclose.c.
+ * shmem.c, importance.c, disclose.c and grantstate.c.
  *
  *-------------------------------------------------------------------------
  */
 #include "views/prioviews.h"
 #include "acl/disclose.h"
+#include "memory/grantstate.h"
 #include "workload/entry_list.h"
 #include "workload/importance.h"
 
@@ -80,16 +85,23 @@ bulkhead_priority_stats(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-/* One entry's priority, copied out under the slot lock */
+/* One backend's priority in one workload, copied out under the slot lock */
 typedef struct PrioRow
 {
 	int			pid;
 	int			procno;			/* the owner's PGPROC */
 	int			importance;		/* a waiter's: its rank by now */
-	uint8		boost;
+	bool		boosted;
+	bool		borrowed;
 } PrioRow;
 
-/* Copy the entries of list (waiting: ranked by now); caller holds the lock */
+/*
+ * Add the entries of list (waiting: ranked by now) to rows[0..n), one row
+ * per backend: a backend with two permits of the workload (a session's and
+ * a transaction's) shows the higher importance, and a boost of either, so
+ * that the view's join on (pid, workload) never doubles a row.  Caller
+ * holds the slot's lock.
+ */
 static int
 copy_prio(BulkheadEntryList *list, bool waiting, TimestampTz now,
 		  PrioRow *rows, int n)
@@ -99,38 +111,100 @@ copy_prio(BulkheadEntryList *list, bool waiting, TimestampTz now,
 	entry_list_foreach(entry, list)
 	{
 		const BulkheadEntryPrio *prio = &bulkhead_shared->entry_prio[entry_index(entry)];
-
-		rows[n].pid = entry->pid;
-		rows[n].procno = entry_index(entry) / bulkhead_shared->permits_per_backend;
-		rows[n].boost = prio->boost;
-		rows[n].importance = waiting ?
+		int			importance = waiting ?
 			bulkhead_importance_rank(prio->importance, BULKHEAD_BOOST_NONE,
 									 entry->queued_at, now) :
 			prio->importance;
-		n++;
+		int			r;
+
+		for (r = 0; r < n && rows[r].pid != entry->pid; r++)
+			;
+		if (r == n)
+		{
+			rows[n].pid = entry->pid;
+			rows[n].procno = entry_index(entry) / bulkhead_shared->permits_per_backend;
+			rows[n].importance = importance;
+			rows[n].boosted = rows[n].borrowed = false;
+			n++;
+		}
+		rows[r].importance = Max(rows[r].importance, importance);
+		rows[r].boosted |= prio->boost != BULKHEAD_BOOST_NONE;
+		rows[r].borrowed |= prio->boost == BULKHEAD_BOOST_BORROWED;
 	}
 	return n;
 }
 
 /*
- * bulkhead_priority_activity(): per permit held or awaited, of the
- * backends the current user may see (as bulkhead_activity()), its
- * importance (see the header), whether it was served ahead of its queue as
- * a lock holder (or is being served so), and whether it holds a permit
- * borrowed over the limit.
+ * A backend's memory wait (or the grant it came from) charged to workload
+ * slotno: while it waits, the row shows the importance that wait carries;
+ * and a lock holder's boost of the memory grant counts as the row's.
+ */
+static void
+apply_memory(PrioRow *row, int slotno, const BulkheadMemBackendRow *mem, int nmem)
+{
+	int			m;
+
+	for (m = 0; m < nmem; m++)
+	{
+		if (mem[m].pid != row->pid || mem[m].slot != slotno)
+			continue;
+		if (mem[m].waiting)
+			row->importance = mem[m].importance;
+		row->boosted |= mem[m].boost != BULKHEAD_BOOST_NONE;
+		row->borrowed |= mem[m].boost == BULKHEAD_BOOST_BORROWED;
+	}
+}
+
+/* Emit rows[0..n) of workload name, those the current user may see */
+static void
+put_rows(ReturnSetInfo *rsinfo, const char *name, const PrioRow *rows, int n,
+		 bool see_all)
+{
+	int			r;
+
+	for (r = 0; r < n; r++)
+	{
+		Datum		values[5];
+		bool		nulls[5] = {0};
+		const char *importance = bulkhead_importance_name(rows[r].importance);
+
+		if (!bulkhead_may_see_backend(rows[r].pid, rows[r].procno, see_all))
+			continue;
+		values[0] = Int32GetDatum(rows[r].pid);
+		values[1] = CStringGetTextDatum(name);
+		nulls[2] = importance == NULL;
+		values[2] = nulls[2] ? (Datum) 0 : CStringGetTextDatum(importance);
+		values[3] = BoolGetDatum(rows[r].boosted);
+		values[4] = BoolGetDatum(rows[r].borrowed);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+}
+
+/*
+ * bulkhead_priority_activity(): per backend and workload it holds or
+ * awaits a permit of, of the backends the current user may see (as
+ * bulkhead_activity()), its importance (see the header), whether it was
+ * served ahead of its queue as a lock holder (or is being served so), for
+ * a permit or for the memory its statement waits for, and whether it holds
+ * a permit or a grant borrowed over the limit.
  */
 Datum
 bulkhead_priority_activity(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int			nentries = bulkhead_shared->nbackends * bulkhead_shared->permits_per_backend;
 	PrioRow    *rows;
+	BulkheadMemBackendRow *mem;
+	int			nmem;
 	bool		see_all;
 	int			i;
 
 	bulkhead_check_loaded();
 	InitMaterializedSRF(fcinfo, 0);
-	rows = palloc(sizeof(PrioRow) *
-				  bulkhead_shared->nbackends * bulkhead_shared->permits_per_backend);
+	rows = palloc(sizeof(PrioRow) * nentries);
+	mem = palloc(sizeof(BulkheadMemBackendRow) * bulkhead_shared->nbackends);
+	/* the memory waits first, under the grants' lock alone */
+	nmem = bulkhead_grants_backends(mem, bulkhead_shared->nbackends);
 	see_all = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
 
 	for (i = 0; i < bulkhead_shared->nslots; i++)
@@ -153,22 +227,10 @@ bulkhead_priority_activity(PG_FUNCTION_ARGS)
 		LWLockRelease(slot->lock);
 
 		for (r = 0; r < n; r++)
-		{
-			Datum		values[5];
-			bool		nulls[5] = {0};
-			const char *importance = bulkhead_importance_name(rows[r].importance);
-
-			if (!bulkhead_may_see_backend(rows[r].pid, rows[r].procno, see_all))
-				continue;
-			values[0] = Int32GetDatum(rows[r].pid);
-			values[1] = CStringGetTextDatum(name);
-			nulls[2] = importance == NULL;
-			values[2] = nulls[2] ? (Datum) 0 : CStringGetTextDatum(importance);
-			values[3] = BoolGetDatum(rows[r].boost != BULKHEAD_BOOST_NONE);
-			values[4] = BoolGetDatum(rows[r].boost == BULKHEAD_BOOST_BORROWED);
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-		}
+			apply_memory(&rows[r], i, mem, nmem);
+		put_rows(rsinfo, name, rows, n, see_all);
 	}
+	pfree(mem);
 	pfree(rows);
 	return (Datum) 0;
 }
