@@ -32,7 +32,8 @@
  * settings bulkhead.workload, bulkhead.exempt_superuser and
  * bulkhead.max_rules.  Called by loader.c (the set), transparent.c (classifying
  * and publishing) and catalog.c (max_rules); calls shmem.c, and
- * importance.c (1.5: publishing sets the importance a rule gives).
+ * importance.c (1.5: the gate's classification sets the importance
+ * its waits carry).
  *
  *-------------------------------------------------------------------------
  */
@@ -349,25 +350,26 @@ refresh_cache(void)
 		evaluate_rules(userid, appname);
 }
 
-/* The importance (1.5) the rule at position sets, of this session's copy */
-static int
-rule_importance(int32 position)
+/* The gate's (not bulkhead_classify()'s): waits carry the rule's importance */
+void
+bulkhead_rules_carry_importance(const BulkheadClassification *class)
 {
-	int			i;
+	int			importance = BULKHEAD_IMPORTANCE_UNSET;
 
-	if (cache_matched && cache_position == position)
-		return cache_importance;
-	for (i = 0; i < cache_nstatement; i++)
-		if (cache_statement[i].position == position)
-			return cache_statement[i].importance;
-	return BULKHEAD_IMPORTANCE_UNSET;
+	if (class->source == BULKHEAD_CLASS_RULE && cache_matched &&
+		cache_position == class->position)
+		importance = cache_importance;
+	else if (class->source == BULKHEAD_CLASS_RULE)
+		for (int i = 0; i < cache_nstatement; i++)
+			if (cache_statement[i].position == class->position)
+				importance = cache_statement[i].importance;
+	bulkhead_importance_set_rule(importance);
 }
 
 /*
  * Write this backend's record (only its owner ever does), for
  * bulkhead_classify(pid): the gate does at each transaction start, and
- * bulkhead_classify() for the calling session.  And the importance its
- * waits carry from now on (importance.c): its rule's, if it sets one.
+ * bulkhead_classify() for the calling session.
  */
 void
 bulkhead_publish_classification(const BulkheadClassification *class)
@@ -376,9 +378,6 @@ bulkhead_publish_classification(const BulkheadClassification *class)
 	const char *workload = class->workload ? class->workload : "";
 	int			procno = BULKHEAD_MY_PROCNO;
 
-	bulkhead_importance_set_rule(class->source == BULKHEAD_CLASS_RULE ?
-								 rule_importance(class->position) :
-								 BULKHEAD_IMPORTANCE_UNSET);
 	if (published && published_source == class->source &&
 		published_position == class->position &&
 		strcmp(published_workload, workload) == 0)

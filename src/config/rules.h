@@ -162,6 +162,8 @@ extern uint64 bulkhead_statement_rules_version(void);
  */
 extern void bulkhead_classify_session(BulkheadClassification *out);
 extern void bulkhead_publish_classification(const BulkheadClassification *class);
+/* The gate's classification: the importance its waits carry (1.5) */
+extern void bulkhead_rules_carry_importance(const BulkheadClassification *class);
 
 /* The SQL functions' row, and bulkhead_classify() (lanes.c answers with them) */
 extern Datum bulkhead_classification_row(FunctionCallInfo fcinfo,

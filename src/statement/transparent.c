@@ -208,6 +208,7 @@ take_permit(const char *lane, int32 position, int move_li,
 		else
 			bulkhead_classify_session(&class);
 		bulkhead_publish_classification(&class);
+		bulkhead_rules_carry_importance(&class);
 		if (class.workload == NULL ||
 			bulkhead_local_index_by_name(class.workload) >= 0)
 			return;				/* not gated, or it holds that one already */

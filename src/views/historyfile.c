@@ -19,6 +19,8 @@
  */
 #include "views/historyfile.h"
 
+#include <math.h>
+
 #include "pgstat.h"
 #include "storage/fd.h"
 
@@ -107,6 +109,21 @@ error:
 }
 
 /* Read one saved interval into the ring (the oldest is overwritten) */
+/* A row read back: no count below 0, a p99 a number (-1: none), no negative peak */
+static bool
+row_valid(const HistoryRow *row)
+{
+	int			c;
+
+	for (c = 0; c < NCOUNTS; c++)
+		if (row->count[c] < 0)
+			return false;
+	return !isnan(row->wait_p99_us) && row->wait_p99_us >= -1 &&
+		!isnan(row->hold_p99_us) && row->hold_p99_us >= -1 &&
+		row->peak_running >= 0 && row->peak_queued >= 0 &&
+		row->peak_memory_granted >= 0;
+}
+
 static bool
 restore_interval(BulkheadHistory *history, FILE *file, uint32 format)
 {
@@ -126,9 +143,16 @@ restore_interval(BulkheadHistory *history, FILE *file, uint32 format)
 			  fread(row, sizeof(HistoryRow), 1, file) == 1))
 			return false;
 		row->workload[NAMEDATALEN - 1] = '\0';
-		/* the counters 1.5 added, checked as a file of 1.5 may be corrupt */
-		if (row->count[C_BOOSTS] < 0 || row->count[C_BORROWED] < 0)
+		if (!row_valid(row))
+		{
+			/*
+			 * The rows went where the oldest interval kept lies when the
+			 * ring is full: that one is gone too (the oldest is next - count)
+			 */
+			if (history->count == history->length)
+				history->count--;
 			return false;
+		}
 	}
 	interval.nrows = Min(interval.nrows, history->nslots);
 	history->intervals[history->next] = interval;
