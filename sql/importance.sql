@@ -45,7 +45,22 @@ CREATE FUNCTION pg_temp.imp_high() RETURNS text LANGUAGE sql
 \echo :LAST_ERROR_SQLSTATE
 -- lowering its own stored value is allowed
 ALTER ROLE regress_imp_plain SET bulkhead.importance = low;
+-- but not removing it (the next session would start at normal), nor
+-- storing more than low anywhere, as RESET ALL, per database, or DEFAULT
+ALTER ROLE regress_imp_plain RESET bulkhead.importance;
+\echo :LAST_ERROR_SQLSTATE
+ALTER ROLE regress_imp_plain RESET ALL;
+\echo :LAST_ERROR_SQLSTATE
+SELECT current_database() AS imp_db \gset
+ALTER ROLE regress_imp_plain IN DATABASE :"imp_db" SET bulkhead.importance = normal;
+\echo :LAST_ERROR_SQLSTATE
+ALTER ROLE regress_imp_plain SET bulkhead.importance TO DEFAULT;
+\echo :LAST_ERROR_SQLSTATE
+ALTER ROLE regress_imp_plain IN DATABASE :"imp_db" SET bulkhead.importance = low;
+ALTER ROLE regress_imp_plain IN DATABASE :"imp_db" RESET ALL;
+\echo :LAST_ERROR_SQLSTATE
 RESET ROLE;
+ALTER ROLE regress_imp_plain IN DATABASE :"imp_db" RESET ALL;
 SELECT setconfig FROM pg_db_role_setting
  WHERE setrole = 'regress_imp_plain'::regrole;
 

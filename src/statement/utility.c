@@ -19,6 +19,7 @@
  *-------------------------------------------------------------------------
  */
 #include "statement/utility.h"
+#include "workload/importance.h"
 #include "guards/caps.h"
 #include "permit/movedpermit.h"
 #include "statement/transparent.h"
@@ -195,6 +196,7 @@ utility_hook(PlannedStmt *pstmt, const char *queryString,
 		bulkhead_caps_statement_close();
 	bulkhead_caps_restore_pending();
 	bulkhead_local_follow_moves();
+	bulkhead_importance_check_alter(stmt);	/* 1.5 */
 	hold = gate_utility(stmt, queryString, context);
 	bulkhead_statements_count_call(top);	/* 1.4 */
 	/* its memory grant (1.4), held over its own commits until its end */

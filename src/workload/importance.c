@@ -18,9 +18,16 @@
  *     the role's and database's own settings, which they then override, so
  *     the importance the role would have is not known yet: a plain role may
  *     give only low there;
- *   - a value being stored (ALTER ROLE or DATABASE ... SET, CREATE
- *     FUNCTION ... SET), checked with source PGC_S_TEST: a plain role may
- *     store at most its own importance (the value RESET would give it);
+ *   - a value being stored (CREATE FUNCTION ... SET), checked with source
+ *     PGC_S_TEST: a plain role may store at most its own importance (the
+ *     value RESET would give it);
+ *   - ALTER ROLE or DATABASE ... SET / RESET: PostgreSQL lets a role change
+ *     its own settings and a database's owner the database's, and applies
+ *     them unchecked when a session starts, so a plain role could store a
+ *     higher value, or remove the lower one a superuser stored.  So the
+ *     ProcessUtility hook asks bulkhead_importance_check_alter() first: a
+ *     plain role may store only low there (which can raise nothing), and
+ *     may not RESET it, nor RESET ALL where it is stored;
  *   - SET, SET LOCAL, a function's SET clause as it runs, RESET: a plain
  *     role may choose at most the value RESET would give it.
  * A parallel worker takes its leader's value unchecked (the leader's was).
@@ -33,9 +40,20 @@
  */
 #include "workload/importance.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
 #include "access/parallel.h"
+#include "access/table.h"
+#include "catalog/pg_db_role_setting.h"
+#include "commands/dbcommands.h"
 #include "miscadmin.h"
+#include "nodes/parsenodes.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/guc.h"
+#include "utils/rel.h"
 
 int			bulkhead_importance = BULKHEAD_IMPORTANCE_NORMAL;
 int			bulkhead_aging_interval_ms = 10000;
@@ -153,3 +171,88 @@ bulkhead_importance_set_rule(int importance)
 {
 	rule_importance = importance;
 }
+
+/* Does pg_db_role_setting hold bulkhead.importance for (database, role)? */
+static bool
+stored_importance(Oid database, Oid role)
+{
+	Relation	rel = table_open(DbRoleSettingRelationId, AccessShareLock);
+	ScanKeyData keys[2];
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	bool		found = false;
+
+	ScanKeyInit(&keys[0], Anum_pg_db_role_setting_setdatabase,
+				BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(database));
+	ScanKeyInit(&keys[1], Anum_pg_db_role_setting_setrole,
+				BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(role));
+	scan = systable_beginscan(rel, DbRoleSettingDatidRolidIndexId, true,
+							  NULL, 2, keys);
+	while (!found && HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		bool		isnull;
+		Datum		config = heap_getattr(tuple, Anum_pg_db_role_setting_setconfig,
+										  RelationGetDescr(rel), &isnull);
+		Datum	   *elems;
+		int			nelems;
+		int			i;
+
+		if (isnull)
+			continue;
+		deconstruct_array(DatumGetArrayTypeP(config), TEXTOID, -1, false,
+						  TYPALIGN_INT, &elems, NULL, &nelems);
+		for (i = 0; i < nelems && !found; i++)
+			found = pg_strncasecmp(TextDatumGetCString(elems[i]),
+								   "bulkhead.importance=", 20) == 0;
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return found;
+}
+
+void
+bulkhead_importance_check_alter(Node *stmt)
+{
+	VariableSetStmt *set;
+	Oid			database = InvalidOid;
+	Oid			role = InvalidOid;
+
+	if (IsA(stmt, AlterRoleSetStmt))
+	{
+		AlterRoleSetStmt *ar = (AlterRoleSetStmt *) stmt;
+
+		set = ar->setstmt;
+		if (ar->role != NULL)
+			role = get_rolespec_oid(ar->role, true);
+		if (ar->database != NULL)
+			database = get_database_oid(ar->database, true);
+	}
+	else if (IsA(stmt, AlterDatabaseSetStmt))
+	{
+		set = ((AlterDatabaseSetStmt *) stmt)->setstmt;
+		database = get_database_oid(((AlterDatabaseSetStmt *) stmt)->dbname, true);
+	}
+	else
+		return;
+	if (superuser())
+		return;
+	if (set->kind == VAR_RESET_ALL)
+	{
+		if (!stored_importance(database, role))
+			return;
+	}
+	else if (set->name == NULL || pg_strcasecmp(set->name, "bulkhead.importance") != 0)
+		return;
+	else if (set->kind == VAR_SET_VALUE && list_length(set->args) == 1 &&
+			 IsA(linitial(set->args), A_Const) &&
+			 IsA(&((A_Const *) linitial(set->args))->val, String) &&
+			 bulkhead_importance_parse(strVal(&((A_Const *) linitial(set->args))->val)) ==
+			 BULKHEAD_IMPORTANCE_LOW)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("permission denied to store bulkhead.importance"),
+			 errdetail("Only a superuser may store or remove a role's or a database's importance; others may only store \"low\"."),
+			 errhint("SET bulkhead.importance lowers it for a session.")));
+}
+

@@ -30,6 +30,7 @@
 #include "shmem/shmem.h"
 
 #include "datatype/timestamp.h"
+#include "nodes/nodes.h"
 
 /* The rank of a lock holder served ahead of its queue: above high */
 #define BULKHEAD_RANK_BOOSTED	(BULKHEAD_IMPORTANCE_HIGH + 1)
@@ -57,6 +58,13 @@ extern int	bulkhead_importance_current(void);
  * (BULKHEAD_IMPORTANCE_UNSET: none; the setting's then).
  */
 extern void bulkhead_importance_set_rule(int importance);
+
+/*
+ * The ProcessUtility hook's check of ALTER ROLE / DATABASE ... SET and
+ * RESET (see importance.c's header): 42501 when a plain role would store
+ * an importance above low, or remove one.  Other statements pass.
+ */
+extern void bulkhead_importance_check_alter(Node *stmt);
 
 /* "low", "normal", "high" (NULL for a value out of range) */
 extern const char *bulkhead_importance_name(int importance);
