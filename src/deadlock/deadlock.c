@@ -404,6 +404,7 @@ bulkhead_deadlock_check(TimestampTz now, BulkheadDeadlockVerdict *verdict)
 	PermitWait	root;
 
 	verdict->cycle = NULL;
+	verdict->decided = false;
 	bulkhead_proof_check_begins();
 	if (memo.nodes == NULL)
 		allocate_memo();
@@ -421,10 +422,14 @@ bulkhead_deadlock_check(TimestampTz now, BulkheadDeadlockVerdict *verdict)
 		memo.backoff_us = (int64) DeadlockTimeout * 1000;
 	}
 	if (may_skip_search(&root, now, &until))
+	{
+		verdict->decided = true;	/* proved free of deadlock */
 		return until;
+	}
 
 	if (!take_token())
 		return TimestampTzPlusMilliseconds(now, Min(BUSY_RETRY_MS, DeadlockTimeout));
+	verdict->decided = true;
 	checked_backends = 0;
 	lock_queries = 0;
 
