@@ -24,12 +24,15 @@
  * waits for a heavyweight lock).  A poll that finds no one waiting on it
  * any more drops the boost: it lasts only while someone waits on it.
  *
- * At the first deadlock check of the wait (deadlock_timeout after its
- * start) that reaches a verdict, the verdict keeps priority: a deadlock
- * raises 40P01 as before.  A check that finds none, while the waiter is
- * still waited on and holds no borrowed permit already, grants it over the
- * limit (BORROWED, slot.c): running passes the limit by one and nothing is
- * handed on until it is back under.  The grant is then taken up as any
+ * The deadlock check keeps priority: a deadlock raises 40P01 as before.
+ * The first check (deadlock_timeout after the wait's start, then every
+ * deadlock_timeout) that began after the waiter was found waited on, and
+ * decided by itself that there is no deadlock (deadlock.h: not on another
+ * waiter's proof), grants it over the limit if it is still waited on and
+ * holds no borrowed permit already (BORROWED, slot.c): running passes the
+ * limit by one and nothing is handed on until it is back under.  So a
+ * holder waited on from the start borrows at deadlock_timeout, and one
+ * waited on later at its next check at the latest.  The grant is then taken up as any
  * other (the entry is GRANTED) at the top of the loop.  Shadow mode never
  * waits, so never boosts.
  *
@@ -66,7 +69,10 @@ typedef struct HolderWait
 	TimestampTz next_poll;		/* when to ask again */
 	bool		ahead;			/* the entry is boosted now */
 	bool		counted;		/* this wait's boost is counted */
-	bool		may_borrow;		/* a deadlock check found no deadlock */
+	TimestampTz waited_since;	/* the first poll that found it waited on
+								 * (since the last that did not); 0: not */
+	TimestampTz cleared_at;		/* the start of the last deadlock check that
+								 * decided there was no deadlock; 0: none */
 } HolderWait;
 
 /*
@@ -120,9 +126,14 @@ poll_lock_holder(HolderWait *hw, BulkheadSlot *slot, int slotno,
 												Max(HOLDER_POLL_MIN_MS,
 													DeadlockTimeout / 10));
 	waited_on = bulkhead_lock_waited_on();
+	if (!waited_on)
+		hw->waited_since = 0;
+	else if (hw->waited_since == 0)
+		hw->waited_since = now;
 	if (!waited_on && !hw->ahead)
 		return;
-	borrow = waited_on && hw->may_borrow &&
+	/* a loan only after a check that saw it waited on found no deadlock */
+	borrow = waited_on && hw->cleared_at > hw->waited_since &&
 		!bulkhead_backend_has_borrowed(BULKHEAD_MY_PROCNO);
 	count = waited_on && !hw->counted;
 	bulkhead_slot_lock(slot, LW_EXCLUSIVE);
@@ -181,10 +192,11 @@ check_deadlock(HolderWait *hw, TimestampTz now)
 		/* raises 40P01 once the wait is ended; else wait on */
 		bulkhead_deadlock_conclude(&verdict,
 								   bulkhead_end_wait_deadlocked(verdict.holders_stamp));
-	else if (verdict.decided && !hw->may_borrow)
+	else if (verdict.decided)
 	{
-		hw->may_borrow = true;
-		hw->next_poll = 0;		/* ask now */
+		hw->cleared_at = now;
+		if (hw->waited_since != 0)
+			hw->next_poll = 0;	/* ask now: a loan may be due */
 	}
 	return next_check;
 }
