@@ -13,11 +13,11 @@ MODULE_big = bulkhead
 OBJS = \
 	src/shmem/shmem.o src/shmem/stats.o \
 	src/acl/disclose.o \
-	src/workload/admit.o src/workload/blockers.o src/workload/budget.o src/workload/importance.o src/workload/keys.o src/workload/slot.o src/workload/slotstats.o src/workload/statsfile.o \
+	src/workload/admit.o src/workload/blockers.o src/workload/budget.o src/workload/importance.o src/workload/keys.o src/workload/rank.o src/workload/slot.o src/workload/slotstats.o src/workload/statsfile.o \
 	src/record/statements.o src/record/waitlog.o \
 	src/deadlock/deadlock.o src/deadlock/deadlockfree.o src/deadlock/lockholder.o src/deadlock/waitgraph.o \
 	src/guards/caps.o src/guards/capsparse.o src/guards/guard.o \
-	src/permit/local.o src/permit/movedpermit.o src/permit/permit.o src/permit/permitfuncs.o \
+	src/permit/local.o src/permit/movedpermit.o src/permit/permit.o src/permit/permitfuncs.o src/permit/permitwait.o \
 	src/memory/grantlevel.o src/memory/grantqueue.o src/memory/grants.o src/memory/grantstate.o src/memory/memory.o src/memory/memreq.o src/memory/utilreq.o \
 	src/config/catalog.o src/config/rules.o src/config/tables.o src/config/treecheck.o \
 	src/statement/hooks.o src/statement/lanes.o src/statement/toplevel.o src/statement/transparent.o src/statement/utility.o \
@@ -51,7 +51,8 @@ ISOLATION = reject_full wait_timeout handoff cancel_waiter limit_raise \
 	xact_release session_kept shadow transparent_queue \
 	deadlock_cycles deadlock_transparent blocking_pids pause \
 	budget_borrow budget_least_served budget_no_credit budget_no_preempt \
-	budget_reparent budget_levels lane_move memory_wait memory_priority
+	budget_reparent budget_levels lane_move memory_wait memory_priority \
+	priority_importance priority_aging priority_lock_holder
 ISOLATION_OPTS = --inputdir=$(srcdir)/test $(FIXED_LOCALE) \
 	--temp-instance=./tmp_check_iso \
 	--temp-config=$(srcdir)/test/isolation.conf

@@ -305,7 +305,8 @@ graph_unchanged(PermitWait *root)
  * to the back-off only, and *until to when the next check is due.
  */
 static bool
-may_skip_search(PermitWait *root, TimestampTz now, TimestampTz *until)
+may_skip_search(PermitWait *root, TimestampTz now, TimestampTz *until,
+				bool *decided)
 {
 	bool		same_holders = root->dl_proved_at != 0 &&
 		root->dl_holders == root->holders_stamp;
@@ -313,6 +314,7 @@ may_skip_search(PermitWait *root, TimestampTz now, TimestampTz *until)
 	uint64		states;
 
 	memo.forced = false;
+	*decided = true;			/* unless it relies on the workload's proof */
 	*until = TimestampTzPlusMilliseconds(now, DeadlockTimeout);
 	unchanged = graph_unchanged(root);
 	if (memo.valid && !unchanged)
@@ -326,6 +328,7 @@ may_skip_search(PermitWait *root, TimestampTz now, TimestampTz *until)
 	if (unchanged &&
 		same_holders && now < root->dl_proved_at + root->dl_interval_us)
 	{
+		*decided = false;
 		*until = bulkhead_sleep_on_proof(root, now);
 		return true;
 	}
@@ -348,6 +351,7 @@ may_skip_search(PermitWait *root, TimestampTz now, TimestampTz *until)
 		same_holders && states != 0 && states == root->dl_holder_states &&
 		now < root->dl_proved_at + root->dl_interval_us)
 	{
+		*decided = false;
 		*until = bulkhead_sleep_on_proof(root, now);
 		return true;
 	}
@@ -404,6 +408,7 @@ bulkhead_deadlock_check(TimestampTz now, BulkheadDeadlockVerdict *verdict)
 	PermitWait	root;
 
 	verdict->cycle = NULL;
+	verdict->decided = false;
 	bulkhead_proof_check_begins();
 	if (memo.nodes == NULL)
 		allocate_memo();
@@ -420,11 +425,13 @@ bulkhead_deadlock_check(TimestampTz now, BulkheadDeadlockVerdict *verdict)
 		memo.proved_at = 0;
 		memo.backoff_us = (int64) DeadlockTimeout * 1000;
 	}
-	if (may_skip_search(&root, now, &until))
+	if (may_skip_search(&root, now, &until, &verdict->decided))
 		return until;
 
+	verdict->decided = false;
 	if (!take_token())
 		return TimestampTzPlusMilliseconds(now, Min(BUSY_RETRY_MS, DeadlockTimeout));
+	verdict->decided = true;
 	checked_backends = 0;
 	lock_queries = 0;
 

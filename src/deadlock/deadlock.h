@@ -17,6 +17,13 @@
 typedef struct BulkheadDeadlockVerdict
 {
 	struct DeadlockCycle *cycle;	/* NULL: no deadlock found */
+	bool		decided;		/* 1.5: this check itself found a cycle, or
+								 * none in the graph as it is now (its search,
+								 * or a holder that can move, or its own
+								 * proof, the graph unchanged); false when it
+								 * relied on the workload's proof, could not
+								 * run (another check under way), or the
+								 * wait had ended */
 	uint64		holders_stamp;	/* the holders the search saw */
 	MemoryContext cxt;			/* the check's memory, with the cycle */
 	int64		took_us;		/* how long the search took, for its log line */

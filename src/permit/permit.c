@@ -1,32 +1,30 @@
 /*-------------------------------------------------------------------------
  *
  * permit.c
- *	  Taking a permit: admission, the FIFO wait and the deadlock check's
- *	  verdict.
+ *	  Taking a permit: admission, then the wait (permitwait.c).
  *
  * The decision is made under the slot's LWLock, by slot.c, which links
  * this backend's entry as it decides; errors are raised here after the
  * lock is released, when shared state is complete again.  A queued caller
- * waits on its latch for the hand-off (slot.c sets the entry GRANTED, then
- * the latch); every deadlock_timeout it runs the deadlock check
- * (deadlock.c) and acts on its verdict.  Until the wait ends, an error
- * thrown here (cancel, statement_timeout, terminate) is cleaned up by
- * local.c's abort and exit callbacks.
+ * waits for the hand-off in permitwait.c (deadlock checks, a lock holder
+ * served first).  Before admission the free entry takes the importance
+ * its wait would carry (1.5, importance.c).
  *
  * Owns no shared state: it changes slots through slot.c and this backend's
  * permits through local.c; disclose.c says whether a budget's children may
  * be named to the caller; what an acquire did is told to bulkhead_statements
- * and the wait log (outcome.h).  Called by permitfuncs.c and transparent.c.
+ * and the wait log (outcome.h).  Called by permitfuncs.c and transparent.c;
+ * calls permitwait.c for the wait, importance.c for its importance.
  *
  *-------------------------------------------------------------------------
  */
 #include "permit/permit.h"
-#include "deadlock/deadlock.h"
 #include "acl/disclose.h"
-#include "deadlock/deadlockfree.h"
 #include "guards/guard.h"
 #include "permit/local.h"
+#include "permit/permitwait.h"
 #include "workload/admit.h"
+#include "workload/importance.h"
 #include "workload/slot.h"
 #include "workload/budget.h"
 #include "workload/keys.h"
@@ -35,37 +33,15 @@
 #include <math.h>
 
 #include "miscadmin.h"
-#include "pgstat.h"
-#include "storage/latch.h"
 #include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
-#include "utils/wait_event.h"	/* pgstat.h includes it only up to 18 */
 
 /* Custom SQLSTATEs of DESIGN.md */
 #define ERRCODE_BULKHEAD_FULL		MAKE_SQLSTATE('5','3','B','0','1')
-#define ERRCODE_BULKHEAD_TIMEOUT	MAKE_SQLSTATE('5','3','B','0','2')
-
-/*
- * The wait event a queued backend shows in pg_stat_activity: type
- * "Extension"; PG 17 lets it have a name of its own.
- */
-static uint32
-queue_wait_event(void)
-{
-#if PG_VERSION_NUM >= 170000
-	static uint32 event = 0;
-
-	if (event == 0)
-		event = WaitEventExtensionNew("BulkheadQueue");
-	return event;
-#else
-	return PG_WAIT_EXTENSION;
-#endif
-}
 
 /* Backend-local cache: workload name -> slot index (verified under lock) */
 typedef struct SlotCacheEntry
@@ -254,20 +230,6 @@ report_budget(const char *name, BulkheadScope scope)
 			  errhint("Acquire a permit of one of its children."))));
 }
 
-static void
-report_timeout(const char *name, int64 timeout_us)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_BULKHEAD_TIMEOUT),
-			 errmsg("timed out waiting for a permit of workload \"%s\"", name),
-			 timeout_us % 1000 == 0 ?
-			 errdetail("No permit was granted within %lld ms.",
-					   (long long) (timeout_us / 1000)) :
-			 errdetail("No permit was granted within %.3f ms.",
-					   (double) timeout_us / 1000.0),
-			 errhint("The workload's permits are saturated; do not retry at once.")));
-}
-
 /*
  * The local index for a new permit of workload slotno, or -1 when the
  * transaction already holds it through bulkhead.workload (and the caller
@@ -308,105 +270,6 @@ new_permit_index(const char *name, int slotno, BulkheadScope scope)
 }
 
 /*
- * Wait for the hand-off of the permit that entry li waits for (queued at
- * queued_at, until deadline).  Returns true once granted; on timeout, false
- * if try_only, else raises 53B02.  After deadlock_timeout of waiting, and
- * as long as it waits, deadlock.c checks whether the wait can end; on a
- * verdict of deadlock the wait is ended (if it still stands) and 40P01
- * raised.
- *
- * Until the wait index is cleared, an error thrown here (cancel,
- * statement_timeout, terminate) is cleaned up by bulkhead_wait_cleanup()
- * from the abort or exit callbacks (local.c).
- */
-static bool
-wait_for_permit(BulkheadSlot *slot, int slotno, int li, BulkheadScope scope,
-				const char *name, TimestampTz queued_at, int64 timeout_us,
-				bool try_only, const char *moved_from)
-{
-	BulkheadEntry *entry = bulkhead_my_entry(li);
-	TimestampTz deadline = queued_at + Min(timeout_us, PG_INT64_MAX - queued_at);
-	TimestampTz next_check = TimestampTzPlusMilliseconds(queued_at, DeadlockTimeout);
-	uint32		wait_event = queue_wait_event();
-
-	for (;;)
-	{
-		TimestampTz now;
-		TimestampTz wake_at;
-		long		sleep_ms;
-
-		/*
-		 * Interrupts first: a cancel that arrives with the hand-off wins, so
-		 * the error is raised while we still wait, the cleanup passes the
-		 * permit on, and the caller that sees the error does not hold it.
-		 */
-		CHECK_FOR_INTERRUPTS();
-
-		/*
-		 * A look without the lock first, as ProcSleep reads its wait status:
-		 * only a grant or the deadline needs the lock, and hundreds of
-		 * waiters woken for their deadlock checks then do not queue up on
-		 * it.  The granter sets the state before our latch (and ResetLatch
-		 * is a barrier), so a grant missed here wakes the next WaitLatch at
-		 * once; the lock decides.
-		 */
-		now = GetCurrentTimestamp();
-		pg_read_barrier();
-		if (*((volatile uint8 *) &entry->state) == BULKHEAD_ENTRY_GRANTED ||
-			now >= deadline)
-		{
-			bulkhead_slot_lock(slot, LW_EXCLUSIVE);
-			if (entry->state == BULKHEAD_ENTRY_GRANTED)
-			{
-				bulkhead_slot_count_grant(slot, entry);
-				if (moved_from != NULL)
-					bulkhead_slot_note_moved(slot, entry, moved_from);
-				bulkhead_local_record_grant(li, slot, slotno, scope);
-				bulkhead_set_wait_index(-1, -1);
-				LWLockRelease(slot->lock);
-				bulkhead_proof_wait_over(slotno);
-				bulkhead_observe_granted(name, now - queued_at, moved_from != NULL);
-				bulkhead_apply_guards(&bulkhead_local[li]);
-				return true;
-			}
-			if (now >= deadline)
-			{
-				bulkhead_slot_time_out(slot, entry);
-				bulkhead_set_wait_index(-1, -1);
-				LWLockRelease(slot->lock);
-				bulkhead_proof_wait_over(slotno);
-				bulkhead_observe_timed_out(name, now - queued_at, !try_only);
-				if (try_only)
-					return false;
-				report_timeout(name, timeout_us);
-			}
-			LWLockRelease(slot->lock);
-		}
-
-		next_check = bulkhead_proof_next_check(next_check, now);
-		if (now >= next_check)
-		{
-			BulkheadDeadlockVerdict verdict;
-
-			next_check = bulkhead_deadlock_check(now, &verdict);
-			if (verdict.cycle != NULL)
-				/* raises 40P01 once the wait is ended; else wait on */
-				bulkhead_deadlock_conclude(&verdict,
-										   bulkhead_end_wait_deadlocked(verdict.holders_stamp));
-			now = GetCurrentTimestamp();
-		}
-
-		wake_at = Min(deadline, next_check);
-		sleep_ms = wake_at > now ?
-			(long) Min((wake_at - now + 999) / 1000, (int64) INT_MAX) : 0;
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 sleep_ms, wait_event);
-		ResetLatch(MyLatch);
-	}
-	pg_unreachable();
-}
-
-/*
  * Admission under the slot lock: the slot of name (the cached one, or
  * looked up afresh when it was reassigned), the decision, and this
  * backend's entry li linked as decided.  *config and *limit are copies for
@@ -434,6 +297,9 @@ admit(const char *name, const char *key, BulkheadScope scope,
 		if (*li < 0)
 			return BULKHEAD_ADMIT_GRANTED;	/* held through bulkhead.workload */
 
+		/* 1.5: the importance its wait carries, set while the entry is free */
+		bulkhead_slot_prepare_prio(bulkhead_my_entry(*li),
+								   bulkhead_importance_current());
 		*now = GetCurrentTimestamp();
 		bulkhead_slot_lock(slot, LW_EXCLUSIVE);
 		if (bulkhead_slot_matches(slot, name))
@@ -573,7 +439,7 @@ bulkhead_acquire_permit(const char *name, const char *key, int64 timeout_us,
 			report_full(name, limit, &config);
 			break;
 		case BULKHEAD_ADMIT_ZERO_WAIT:
-			report_timeout(name, 0);
+			bulkhead_report_permit_timeout(name, 0);
 			break;
 		case BULKHEAD_ADMIT_KEY_FULL:
 			report_key_full(name, key, &config);
@@ -594,6 +460,7 @@ bulkhead_acquire_permit(const char *name, const char *key, int64 timeout_us,
 		InvalidateCatalogSnapshot();
 		*snapshot_given_up = true;
 	}
-	return wait_for_permit(&bulkhead_shared->slots[slotno], slotno, li, scope,
-						   name, now, timeout_us, try_only, moved_from);
+	return bulkhead_wait_for_permit(&bulkhead_shared->slots[slotno], slotno,
+									li, scope, name, now, timeout_us,
+									try_only, moved_from);
 }

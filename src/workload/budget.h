@@ -20,6 +20,7 @@
 
 #include "workload/entry_list.h"
 #include "workload/keys.h"
+#include "workload/rank.h"
 #include "shmem/shmem.h"
 
 /* How deep a tree may be: a root and three levels under it */
@@ -81,7 +82,9 @@ bulkhead_budget_under_limit(const BulkheadSlot *slot)
  * whose memory is still warm in the caches), unless the head has waited
  * max_bypass: then the head, so that none is passed over for longer.  In a
  * keyed workload (tenants), the next of the least served key (keys.c), or
- * NULL when every key that waits is at its cap.
+ * NULL when every key that waits is at its cap.  While some waiter carries
+ * an importance or a boost (prio_waiting), the same rule among the waiters
+ * of the top rank (rank.c).
  */
 static inline BulkheadEntry *
 bulkhead_next_waiter(const BulkheadSlot *slot, TimestampTz now)
@@ -90,6 +93,10 @@ bulkhead_next_waiter(const BulkheadSlot *slot, TimestampTz now)
 
 	if (unlikely(slot->keyed))
 		return bulkhead_keys_next_waiter(slot, now);
+	/* 1.5: some waiter carries an importance or a boost: by rank (rank.c) */
+	if (unlikely(slot->prio_waiting > 0))
+		return bulkhead_rank_next(slot->waiters.head, false,
+								  slot->config.max_bypass_us, now);
 	head = entry_at(slot->waiters.head);
 
 	if (likely(slot->config.max_bypass_us == 0) ||

@@ -53,12 +53,14 @@
  *
  * Called by slot.c (admission, grants, unlinking, moves), budget.c and
  * budget.h (the next waiter of a keyed leaf), views.c (reading), permit.c
- * (a full table: bulkhead_keys_drop_idle); calls no other module.
+ * (a full table: bulkhead_keys_drop_idle); calls rank.c (1.5: a key's
+ * waiters by rank, while some waiter of the slot carries a priority).
  *
  *-------------------------------------------------------------------------
  */
 #include "workload/keys.h"
 #include "workload/entry_list.h"
+#include "workload/rank.h"
 
 #include "common/hashfn.h"
 #include "storage/spin.h"
@@ -520,6 +522,10 @@ bulkhead_keys_next_waiter(const BulkheadSlot *slot, TimestampTz now)
 	}
 	if (best == NULL)
 		return NULL;
+	/* 1.5: by rank within the key's waiters (rank.c) */
+	if (unlikely(slot->prio_waiting > 0))
+		return bulkhead_rank_next(best->waiters.head, true,
+								  slot->config.max_bypass_us, now);
 	head = entry_at(best->waiters.head);
 	if (slot->config.max_bypass_us == 0 ||
 		now - head->queued_at >= slot->config.max_bypass_us)

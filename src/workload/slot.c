@@ -21,14 +21,15 @@
  *
  * In a keyed workload (tenants) each entry also belongs to its key's group
  * (keys.c), which every link, unlink and grant here keeps up to date; the
- * next waiter is then the least served key's.
+ * next waiter is then the least served key's.  1.5: while some waiter
+ * has a priority (prio_waiting, kept exact here), the first by rank (rank.c).
  *
  * Called by admit.c (linking an admitted entry), local.c and permit.c (a
  * backend's own permits), waitgraph.c (holders stamp), deadlockfree.c (waking
  * waiters), loader.c and adaptive.c (definitions and limits), worker.c
  * (the reaper), views.c (stats reset), statsfile.c (restore), grants.c
  * (memory grants' figures) and history.c (peaks); calls stats.c, budget.c,
- * blockers.c and keys.c.
+ * blockers.c, keys.c, rank.c and slotstats.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -37,6 +38,8 @@
 #include "workload/blockers.h"
 #include "workload/entry_list.h"
 #include "workload/keys.h"
+#include "workload/rank.h"
+#include "workload/slotstats.h"
 
 #include "miscadmin.h"
 #include "storage/latch.h"
@@ -52,16 +55,15 @@
  * lock; any others, and all of them when wakeups is NULL (rare paths: limit
  * raised, reaper), are woken at once.
  */
-static bool
-grant_next(BulkheadSlot *slot, TimestampTz now, BulkheadWakeups *wakeups)
+static inline void
+waiter_to_holders(BulkheadSlot *slot, BulkheadEntry *entry, TimestampTz now)
 {
-	BulkheadEntry *entry = bulkhead_next_waiter(slot, now);
-
-	if (entry == NULL)
-		return false;			/* keyed: every waiting key at its cap */
 	if (unlikely(slot->keyed))
 		bulkhead_keys_granted(slot, entry, now);
 	entry_list_delete(&slot->waiters, entry);
+	if (unlikely(slot->prio_waiting > 0) &&
+		bulkhead_prio_marked(bulkhead_entry_prio(entry)))
+		slot->prio_waiting--;
 	entry->state = BULKHEAD_ENTRY_GRANTED;
 	entry->since = now;
 	entry_list_push_tail(&slot->holders, entry);
@@ -72,6 +74,16 @@ grant_next(BulkheadSlot *slot, TimestampTz now, BulkheadWakeups *wakeups)
 		slot->queued--;
 		bulkhead_slot_running_up(slot);
 	}
+}
+
+static bool
+grant_next(BulkheadSlot *slot, TimestampTz now, BulkheadWakeups *wakeups)
+{
+	BulkheadEntry *entry = bulkhead_next_waiter(slot, now);
+
+	if (entry == NULL)
+		return false;			/* keyed: every waiting key at its cap */
+	waiter_to_holders(slot, entry, now);
 	/* the state is set before the latch (see latch.h) */
 	if (wakeups != NULL && wakeups->n < BULKHEAD_WAKE_BATCH)
 		wakeups->procnos[wakeups->n++] = bulkhead_entry_procno(entry);
@@ -167,10 +179,15 @@ unlink_slow(BulkheadSlot *slot, BulkheadEntry *entry)
 		slot->running--;
 }
 
-/* Remove an entry from its slot's list and free it */
+/* Remove an entry from its list and free it (with prio_waiting, no boost) */
 static inline void
 unlink_entry(BulkheadSlot *slot, BulkheadEntry *entry)
 {
+	if (unlikely(slot->prio_waiting > 0) &&
+		entry->state == BULKHEAD_ENTRY_WAITING &&
+		bulkhead_prio_marked(bulkhead_entry_prio(entry)))
+		slot->prio_waiting--;
+	bulkhead_entry_prio(entry)->boost = BULKHEAD_BOOST_NONE;
 	if (unlikely(bulkhead_in_tree(slot) | slot->keyed))
 		unlink_slow(slot, entry);
 	else if (entry->state == BULKHEAD_ENTRY_WAITING)
@@ -371,6 +388,39 @@ bulkhead_slot_drop_entry(BulkheadSlot *slot, BulkheadEntry *entry)
 	else
 		slot->stats.cancelled++;
 	unlink_entry(slot, entry);
+}
+
+/* See slot.h; caller holds slot->lock exclusively */
+bool
+bulkhead_slot_boost(BulkheadSlot *slot, BulkheadEntry *entry, bool ahead,
+					bool count)
+{
+	BulkheadEntryPrio *prio = bulkhead_entry_prio(entry);
+	bool		was = bulkhead_prio_marked(prio);
+
+	if (entry->state != BULKHEAD_ENTRY_WAITING)
+		return false;
+	prio->boost = ahead ? BULKHEAD_BOOST_AHEAD : BULKHEAD_BOOST_NONE;
+	slot->prio_waiting += (int) bulkhead_prio_marked(prio) - (int) was;
+	if (ahead && count)
+		bulkhead_slot_count_boost(slot, false);
+	return true;
+}
+
+/*
+ * See slot.h.  running passes the limit by one (every level, its key's group:
+ * a grant's paths); serving checks the limits, so hands nothing on over them.
+ */
+bool
+bulkhead_slot_borrow(BulkheadSlot *slot, BulkheadEntry *entry, bool count,
+					 TimestampTz now)
+{
+	if (!bulkhead_slot_boost(slot, entry, true, count))
+		return false;
+	waiter_to_holders(slot, entry, now);
+	bulkhead_entry_prio(entry)->boost = BULKHEAD_BOOST_BORROWED;
+	bulkhead_slot_count_boost(slot, true);
+	return true;
 }
 
 /* The worker found a holder of slot past max_hold (counted once per permit) */

@@ -65,6 +65,50 @@ extern bool bulkhead_slot_end_wait_deadlocked(BulkheadSlot *slot,
 											  bool *drained);
 extern void bulkhead_slot_drop_entry(BulkheadSlot *slot, BulkheadEntry *entry);
 
+/*
+ * A queued lock holder is served first (1.5): this backend's waiting entry
+ * is served ahead of its queue (ahead), or no longer; or granted over the
+ * limit (borrow).  With count, the boost is counted (once per wait).  Both
+ * return false, changing nothing, when the entry no longer waits.
+ */
+extern bool bulkhead_slot_boost(BulkheadSlot *slot, BulkheadEntry *entry,
+								bool ahead, bool count);
+extern bool bulkhead_slot_borrow(BulkheadSlot *slot, BulkheadEntry *entry,
+								 bool count, TimestampTz now);
+
+/*
+ * Before admission, this backend's free entry takes the importance its
+ * wait will carry, without a boost.  No lock: the entry is free, and the
+ * slot lock taken to link it orders these writes before any read (shmem.h).
+ */
+static inline void
+bulkhead_slot_prepare_prio(BulkheadEntry *entry, int importance)
+{
+	BulkheadEntryPrio *prio = bulkhead_entry_prio(entry);
+
+	Assert(entry->state == BULKHEAD_ENTRY_FREE);
+	prio->importance = (uint8) importance;
+	prio->boost = BULKHEAD_BOOST_NONE;
+}
+
+/*
+ * Does this backend (PGPROC number procno) hold a borrowed permit?  Read
+ * without a lock: only the owner sets BORROWED on its entries, and only
+ * the freeing of the entry clears it, so the owner reads its own writes.
+ */
+static inline bool
+bulkhead_backend_has_borrowed(int procno)
+{
+	BulkheadEntry *entries = bulkhead_backend_entries(procno);
+	int			i;
+
+	for (i = 0; i < bulkhead_shared->permits_per_backend; i++)
+		if (entries[i].state == BULKHEAD_ENTRY_GRANTED &&
+			bulkhead_entry_prio(&entries[i])->boost == BULKHEAD_BOOST_BORROWED)
+			return true;
+	return false;
+}
+
 /* Serving the queue, and waking whom it served (after the lock) */
 extern void bulkhead_slot_serve(BulkheadSlot *slot, BulkheadWakeups *wakeups);
 extern void bulkhead_wake_all(BulkheadWakeups *wakeups);
@@ -107,6 +151,10 @@ bulkhead_slot_link(BulkheadSlot *slot, int slotno, BulkheadEntry *entry,
 	entry->state = state;
 	entry->queued_at = now;
 	entry->since = now;
+	/* 1.5: a waiter with a priority makes its queue be served by rank */
+	if (state == BULKHEAD_ENTRY_WAITING &&
+		unlikely(bulkhead_prio_marked(bulkhead_entry_prio(entry))))
+		slot->prio_waiting++;
 	if (unlikely(bulkhead_in_tree(slot) | slot->keyed))
 		bulkhead_slot_link_slow(slot, entry, k, state == BULKHEAD_ENTRY_GRANTED,
 								now);

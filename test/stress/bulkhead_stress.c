@@ -2259,7 +2259,7 @@ usage(void)
 			"                       [-A w1,...] [-s seed] [-m monitor_ms] [-C cancel_ms]\n"
 			"                       [-K terminate_ms] [-L limit_ms] [-P pause_pct] [-X lock_pct]\n"
 			"                       [-T think_ms] [-B backoff_ms] [-v]\n"
-			"       bulkhead_stress -D nocycle|cycle|guards|budgets|holds|tenants|lanes|memory\n"
+			"       bulkhead_stress -D nocycle|cycle|guards|budgets|holds|tenants|lanes|memory|priority\n"
 			"                       [-c clients] [-t seconds] [-d conninfo] [-s seed]\n"
 			"  -c  clients (default 64)            -t  seconds (default 60)\n"
 			"  -d  libpq conninfo (default: PG* environment)\n"
@@ -2389,6 +2389,8 @@ main(int argc, char **argv)
 		return lane_stress_main(opt_clients, opt_seconds, opt_conninfo, opt_seed);
 	if (opt_deadlock_mode != NULL && strcmp(opt_deadlock_mode, "memory") == 0)
 		return memory_stress_main(opt_clients, opt_seconds, opt_conninfo, opt_seed);
+	if (opt_deadlock_mode != NULL && strcmp(opt_deadlock_mode, "priority") == 0)
+		return priority_stress_main(opt_clients, opt_seconds, opt_conninfo);
 	if (opt_deadlock_mode != NULL && strcmp(opt_deadlock_mode, "guards") == 0)
 		return guard_stress_main(opt_clients, opt_seconds, opt_conninfo);
 	if (opt_deadlock_mode != NULL)

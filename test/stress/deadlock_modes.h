@@ -40,4 +40,7 @@ extern int	lane_stress_main(int clients, int seconds, const char *conninfo,
 extern int	memory_stress_main(int clients, int seconds, const char *conninfo,
 							   uint64_t seed);
 
+/* Run the priority mode (priority_modes.c, 1.5) */
+extern int	priority_stress_main(int clients, int seconds, const char *conninfo);
+
 #endif							/* DEADLOCK_MODES_H */

@@ -67,6 +67,14 @@
 # rule after a lowering (see memory_modes.c); at the end nothing is granted
 # or waiting anywhere.  bulkhead.max_memory is reset at its end.
 #
+# Then the priority mode (test/stress/priority_modes.c, 1.5), short:
+# PRIORITY_CLIENTS clients (default 32) for PRIORITY_SECONDS seconds
+# (default 15) take transaction permits at random importance, half of them
+# after updating a row (queued lock holders, served ahead and over the
+# limit), half before, with cancels, timeouts, terminations and real
+# cycles; a monitor bounds every level by its limit plus the lock holders,
+# and at the end every permit is returned.
+#
 # Then the lanes mode (test/stress/lane_modes.c), short: LANE_CLIENTS
 # clients (default 64) for LANE_SECONDS seconds (default 20), connected as
 # a plain role that a session rule sends to a web lane, run transactions
@@ -119,7 +127,7 @@ if [ "$CLIENTS" -lt 1 ] || [ "$SECONDS_" -lt 1 ]; then
     bh_die "CLIENTS and SECONDS must be at least 1"
 fi
 
-MODES=${STRESS_MODES:-main nocycle cycle guards budgets holds tenants memory lanes}
+MODES=${STRESS_MODES:-main nocycle cycle guards budgets holds tenants memory priority lanes}
 DL_CLIENTS=${DEADLOCK_CLIENTS:-32}
 DL_SECONDS=${DEADLOCK_SECONDS:-20}
 case $DL_CLIENTS$DL_SECONDS in *[!0-9]*|'') bh_die "DEADLOCK_CLIENTS and DEADLOCK_SECONDS must be numbers" ;; esac
@@ -138,6 +146,9 @@ case $TN_CLIENTS$TN_SECONDS in *[!0-9]*|'') bh_die "TENANT_CLIENTS and TENANT_SE
 MM_CLIENTS=${MEMORY_CLIENTS:-64}
 MM_SECONDS=${MEMORY_SECONDS:-20}
 case $MM_CLIENTS$MM_SECONDS in *[!0-9]*|'') bh_die "MEMORY_CLIENTS and MEMORY_SECONDS must be numbers" ;; esac
+PR_CLIENTS=${PRIORITY_CLIENTS:-32}
+PR_SECONDS=${PRIORITY_SECONDS:-15}
+case $PR_CLIENTS$PR_SECONDS in *[!0-9]*|'') bh_die "PRIORITY_CLIENTS and PRIORITY_SECONDS must be numbers" ;; esac
 LN_CLIENTS=${LANE_CLIENTS:-64}
 LN_SECONDS=${LANE_SECONDS:-20}
 case $LN_CLIENTS$LN_SECONDS in *[!0-9]*|'') bh_die "LANE_CLIENTS and LANE_SECONDS must be numbers" ;; esac
@@ -149,6 +160,7 @@ CONNS=$CLIENTS
 [ "$TN_CLIENTS" -le "$CONNS" ] || CONNS=$TN_CLIENTS
 [ "$MM_CLIENTS" -le "$CONNS" ] || CONNS=$MM_CLIENTS
 [ "$LN_CLIENTS" -le "$CONNS" ] || CONNS=$LN_CLIENTS
+[ "$PR_CLIENTS" -le "$CONNS" ] || CONNS=$PR_CLIENTS
 CONNS=$((CONNS * 3 / 2 + 20))    # cycle mode: a watcher per pair of clients
 
 bh_require_root
@@ -251,6 +263,12 @@ for mode in $MODES; do
                 "$WORK/src/test/stress/bulkhead_stress" -D memory -c "$MM_CLIENTS" \
                 -t "$MM_SECONDS" -d "$CONNINFO" ${MEMORY_OPTS:-} || status=$?
             ;;
+        priority)
+            bh_say "running bulkhead_stress -D priority: $PR_CLIENTS clients, $PR_SECONDS s"
+            timeout --signal=INT --kill-after=30 $((PR_SECONDS + 120)) \
+                "$WORK/src/test/stress/bulkhead_stress" -D priority -c "$PR_CLIENTS" \
+                -t "$PR_SECONDS" -d "$CONNINFO" || status=$?
+            ;;
         lanes)
             bh_say "running bulkhead_stress -D lanes: $LN_CLIENTS clients, $LN_SECONDS s"
             # shellcheck disable=SC2086  # LANE_OPTS holds options (-s seed)
@@ -258,7 +276,7 @@ for mode in $MODES; do
                 "$WORK/src/test/stress/bulkhead_stress" -D lanes -c "$LN_CLIENTS" \
                 -t "$LN_SECONDS" -d "$CONNINFO" ${LANE_OPTS:-} || status=$?
             ;;
-        *) bh_die "unknown stress mode $mode (main, nocycle, cycle, guards, budgets, holds, tenants, memory, lanes)" ;;
+        *) bh_die "unknown stress mode $mode (main, nocycle, cycle, guards, budgets, holds, tenants, memory, priority, lanes)" ;;
     esac
 done
 
