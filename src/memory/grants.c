@@ -72,6 +72,7 @@
 #include "workload/slot.h"
 #include "workload/slotstats.h"
 
+#include "access/xact.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/ipc.h"
@@ -150,16 +151,24 @@ count_workload(int slotno, const char *name, bool began, uint64 wait_us,
 /*---- A queued lock holder (1.5) ----*/
 
 /*
- * How often a waiter asks whether it holds a lock someone waits for: a
- * tenth of deadlock_timeout, so that a holder is found (and served ahead)
- * within a tenth of it, and its grant over the limit comes at most a tenth
- * after its deadlock_timeout; never more often than every 10 ms, since an
- * ask takes the lock manager's 16 partition locks (shared) whenever some
- * backend waits for a heavyweight lock.  Only waiters ask.
+ * How often a waiter asks whether it holds a lock someone waits for.  A
+ * transaction that has written (its transaction id's lock is what the
+ * writers of its rows wait for): a tenth of deadlock_timeout, so that a
+ * holder is found (and served ahead) within a tenth of it, and its grant
+ * over the limit comes at most a tenth after its deadlock_timeout; never
+ * more often than every 10 ms, since an ask takes the lock manager's 16
+ * partition locks (shared) whenever some backend waits for a heavyweight
+ * lock.  One that has not written (a table's or an advisory lock): every
+ * deadlock_timeout, so that a waiter of a read-only statement adds few
+ * wake-ups.  With bulkhead.boost_lock_holders off: never.  Only waiters ask.
  */
 static int64
 holder_ask_us(void)
 {
+	if (!bulkhead_boost_lock_holders)
+		return PG_INT64_MAX / 4;
+	if (!TransactionIdIsValid(GetTopTransactionIdIfAny()))
+		return (int64) DeadlockTimeout * 1000;
 	return (int64) Max(10, DeadlockTimeout / 10) * 1000;
 }
 

@@ -16,21 +16,32 @@
  * A waiter whose transaction holds a heavyweight lock that another backend
  * waits for (lockholder.c) is served ahead of its queue: its entry's boost
  * is AHEAD, which ranks it above any importance (rank.c), counted once per
- * wait.  The question is asked every Max(10 ms, deadlock_timeout / 10) of
- * waiting, with no LWLock held: often enough that a holder is ahead within
- * a tenth of the deadlock_timeout that bounds the inversion, rarely enough
- * that a waiter costs little (the check reads the PGPROCs' waitLock, and
- * takes the lock manager's partition locks shared only while some backend
- * waits for a heavyweight lock).  A poll that finds no one waiting on it
- * any more drops the boost: it lasts only while someone waits on it.
+ * wait.  A transaction that has written (it has a transaction id, whose
+ * lock every writer of its rows waits for) asks every Max(10 ms,
+ * deadlock_timeout / 10) of waiting, with no LWLock held: often enough that
+ * a holder is ahead within a tenth of the deadlock_timeout that bounds the
+ * inversion, rarely enough that a waiter costs little (the check reads the
+ * PGPROCs' waitLock, and takes the lock manager's partition locks shared
+ * only while some backend waits for a heavyweight lock).  One that has not
+ * written (its locks, if any, are a table's or advisory) asks at its
+ * deadlock checks only, when it wakes anyway: most waiters, read-only or
+ * at their transaction's start, add no wake-up.  With
+ * bulkhead.boost_lock_holders off, nobody asks.  A poll that finds no one
+ * waiting on it any more drops the boost: it lasts only while someone
+ * waits on it.
  *
  * The deadlock check keeps priority: a deadlock raises 40P01 as before.
  * The first check (deadlock_timeout after the wait's start, then every
  * deadlock_timeout) that began after the waiter was found waited on, and
  * decided by itself that there is no deadlock (deadlock.h: not on another
- * waiter's proof), grants it over the limit if it is still waited on and
- * holds no borrowed permit already (BORROWED, slot.c): running passes the
- * limit by one and nothing is handed on until it is back under.  So a
+ * waiter's proof), grants it over the limit if it is still waited on,
+ * holds no borrowed permit already, its workload has none lent out
+ * (BORROWED, slot.c: a workload passes its limit by one at most; another
+ * holder stays ahead, and is served next): running passes the limit by one
+ * and nothing is handed on until it is back under.  The permit is held as
+ * its scope says (a session's until released, past the transaction whose
+ * locks justified the loan: the workload stays one over its limit until
+ * then, doc/priorities.md says so).  So a
  * holder waited on from the start borrows at deadlock_timeout, and one
  * waited on later at its next check at the latest.  The grant is then taken up as any
  * other (the entry is GRANTED) at the top of the loop.  Shadow mode never
@@ -48,10 +59,12 @@
 #include "deadlock/lockholder.h"
 #include "guards/guard.h"
 #include "permit/local.h"
+#include "workload/importance.h"
 #include "record/outcome.h"
 #include "workload/slot.h"
 
 #include "miscadmin.h"
+#include "access/xact.h"
 #include "pgstat.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
@@ -122,9 +135,10 @@ poll_lock_holder(HolderWait *hw, BulkheadSlot *slot, int slotno,
 	bool		count;
 	bool		done;
 
-	hw->next_poll = TimestampTzPlusMilliseconds(now,
-												Max(HOLDER_POLL_MIN_MS,
-													DeadlockTimeout / 10));
+	hw->next_poll = !bulkhead_boost_lock_holders ? PG_INT64_MAX :
+		!TransactionIdIsValid(GetTopTransactionIdIfAny()) ?
+		TimestampTzPlusMilliseconds(now, DeadlockTimeout) :
+		TimestampTzPlusMilliseconds(now, Max(HOLDER_POLL_MIN_MS, DeadlockTimeout / 10));
 	waited_on = bulkhead_lock_waited_on();
 	if (!waited_on)
 		hw->waited_since = 0;
@@ -137,6 +151,7 @@ poll_lock_holder(HolderWait *hw, BulkheadSlot *slot, int slotno,
 		!bulkhead_backend_has_borrowed(BULKHEAD_MY_PROCNO);
 	count = waited_on && !hw->counted;
 	bulkhead_slot_lock(slot, LW_EXCLUSIVE);
+	borrow = borrow && bulkhead_slot_may_borrow(slot);
 	if (borrow)
 		done = bulkhead_slot_borrow(slot, entry, count, now);
 	else

@@ -328,6 +328,14 @@ typedef struct BulkheadSlot
 	 * importance: a workload that uses neither pays nothing.
 	 */
 	int			prio_waiting;
+
+	/*
+	 * Protected by lock, written by slot.c: its holders of a permit borrowed
+	 * over the limit by a lock holder (1.5).  At most one: a workload passes
+	 * its limit by one permit at most, however many of its waiters hold
+	 * locks others wait for (the others are served ahead, in turn).
+	 */
+	int			borrowed_now;
 } BulkheadSlot;
 
 /*

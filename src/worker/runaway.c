@@ -40,6 +40,7 @@
 #include "worker/runaway.h"
 #include "workload/entry_list.h"
 #include "workload/slot.h"
+#include "workload/slotstats.h"
 
 #include <signal.h>
 

@@ -187,6 +187,8 @@ unlink_entry(BulkheadSlot *slot, BulkheadEntry *entry)
 		entry->state == BULKHEAD_ENTRY_WAITING &&
 		bulkhead_prio_marked(bulkhead_entry_prio(entry)))
 		slot->prio_waiting--;
+	if (unlikely(bulkhead_entry_prio(entry)->boost == BULKHEAD_BOOST_BORROWED))
+		slot->borrowed_now--;
 	bulkhead_entry_prio(entry)->boost = BULKHEAD_BOOST_NONE;
 	if (unlikely(bulkhead_in_tree(slot) | slot->keyed))
 		unlink_slow(slot, entry);
@@ -419,15 +421,9 @@ bulkhead_slot_borrow(BulkheadSlot *slot, BulkheadEntry *entry, bool count,
 		return false;
 	waiter_to_holders(slot, entry, now);
 	bulkhead_entry_prio(entry)->boost = BULKHEAD_BOOST_BORROWED;
+	slot->borrowed_now++;
 	bulkhead_slot_count_boost(slot, true);
 	return true;
-}
-
-/* The worker found a holder of slot past max_hold (counted once per permit) */
-void
-bulkhead_slot_note_over_hold(BulkheadSlot *slot)
-{
-	slot->stats.over_hold++;
 }
 
 /*
@@ -449,6 +445,9 @@ bulkhead_slot_move(BulkheadSlot *from, BulkheadSlot *to, int tono,
 	BulkheadMoved *moved = &bulkhead_shared->moved[entry_index(entry)];
 
 	Assert(entry->state == BULKHEAD_ENTRY_GRANTED);
+	if (bulkhead_entry_prio(entry)->boost == BULKHEAD_BOOST_BORROWED)
+		from->borrowed_now--;	/* in to, an ordinary holder over its limit */
+	bulkhead_entry_prio(entry)->boost = BULKHEAD_BOOST_NONE;
 	if (from->keyed)
 		bulkhead_keys_unlink(from, entry, now);	/* its key stays behind */
 	entry_list_delete(&from->holders, entry);

@@ -76,6 +76,13 @@ extern bool bulkhead_slot_boost(BulkheadSlot *slot, BulkheadEntry *entry,
 extern bool bulkhead_slot_borrow(BulkheadSlot *slot, BulkheadEntry *entry,
 								 bool count, TimestampTz now);
 
+/* May a waiter of slot borrow now (caller holds slot->lock)?  One at a time */
+static inline bool
+bulkhead_slot_may_borrow(const BulkheadSlot *slot)
+{
+	return slot->borrowed_now == 0;
+}
+
 /*
  * Before admission, this backend's free entry takes the importance its
  * wait will carry, without a boost.  No lock: the entry is free, and the
@@ -122,7 +129,6 @@ bulkhead_wake(BulkheadWakeups *wakeups)
 }
 
 /* Runaway holders (the worker, runaway.c) */
-extern void bulkhead_slot_note_over_hold(BulkheadSlot *slot);
 extern void bulkhead_slot_move(BulkheadSlot *from, BulkheadSlot *to, int tono,
 							   BulkheadEntry *entry, TimestampTz now,
 							   BulkheadWakeups *wakeups);

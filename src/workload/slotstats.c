@@ -85,3 +85,10 @@ bulkhead_slot_take_peaks(BulkheadSlot *slot, int *running, int *queued)
 	slot->sample_peak_running = slot->running;
 	slot->sample_peak_queued = slot->queued;
 }
+
+/* The worker found a holder of slot past max_hold (counted once per permit) */
+void
+bulkhead_slot_note_over_hold(BulkheadSlot *slot)
+{
+	slot->stats.over_hold++;
+}

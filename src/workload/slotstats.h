@@ -27,4 +27,7 @@ extern void bulkhead_slot_restore(BulkheadSlot *slot, const char *name,
 extern void bulkhead_slot_take_peaks(BulkheadSlot *slot, int *running,
 									 int *queued);
 
+/* Runaway holders (the worker, runaway.c): a holder past max_hold */
+extern void bulkhead_slot_note_over_hold(BulkheadSlot *slot);
+
 #endif							/* BULKHEAD_SLOTSTATS_H */

@@ -15,6 +15,8 @@
 # 4. A boosted holder cancelled, and one terminated: its borrowed permit is
 #    returned (running back), and one cancelled while it is only ahead (its
 #    deadlock check not run yet) leaves the queue as it was.
+# 5. Two lock holders of one workload: one is lent a permit, the other is
+#    ahead and is lent one only once the first gave its back.
 # At the end no permit is held or awaited anywhere, and every workload's
 # figures pair up (acquired + moved_in = released + moved_out + running).
 # What is asserted is order and state, never how long something took.
@@ -272,6 +274,46 @@ finish_async($other);
 finish_async($updater);
 is(sql($other, "SELECT bulkhead_release('costly')"), '', 'ahead: and it releases');
 
+# --- 5. one loan per workload ---------------------------------------------------
+# Two transactions, each holding a row another session waits for, queue for
+# costly: one is lent a permit, the other stays ahead, not lent a second
+# (a workload passes its limit by one at most), and is lent one once the
+# first has given its back.
+my $h2 = session($node);
+my $h2pid = pid_of($h2);
+my $u2 = session($node);
+my $u2pid = pid_of($u2);
+is(sql($report, "SELECT bulkhead_acquire('costly')"), '', 'one loan: the report holds costly');
+boosted($holder, $hpid, 2, 0, 'one loan, first');
+is(sql($h2, 'BEGIN; UPDATE acct SET v = v + 1 WHERE id = 3;'), '',
+	'one loan, second: a transaction updates account 3');
+send_async($h2, "SELECT bulkhead_acquire_xact('costly');");
+wait_state($h2pid, 'costly', 'queued', 'one loan, second: it waits for costly');
+send_async($u2, 'UPDATE acct SET v = v + 10 WHERE id = 3;');
+wait_lock($u2pid, 'one loan, second: the plain UPDATE waits for its row lock');
+my $two = qq{
+	SELECT string_agg(state || ':' || boosted || ':' || borrowed, ',' ORDER BY state)
+	  FROM bulkhead_activity WHERE pid IN ($hpid, $h2pid)};
+ok( poll_until(
+		$node, "SELECT ($two) = 'queued:true:false,running:true:true'"),
+	'one loan: one holder is lent a permit, the other is ahead');
+$node->safe_psql('postgres', 'SELECT pg_sleep(1.5)');	# three deadlock checks
+is($node->safe_psql('postgres', $two), 'queued:true:false,running:true:true',
+	'one loan: the other is still not lent one');
+is(rq('costly'), '2/1', 'one loan: costly over its limit by one only');
+my $first_running = $node->safe_psql('postgres',
+	"SELECT pid FROM bulkhead_activity WHERE pid IN ($hpid, $h2pid) AND state = 'running'");
+my ($lent, $ahead, $ahead_pid) = $first_running == $hpid ? ($holder, $h2, $h2pid) : ($h2, $holder, $hpid);
+finish_async($lent);
+is(sql($lent, 'COMMIT'), '', 'one loan: the lent one commits');
+wait_state($ahead_pid, 'costly', 'running', 'one loan: then the other is lent one');
+is(rq('costly'), '2/0', 'one loan: over the limit by one again');
+finish_async($ahead);
+is(sql($ahead, 'COMMIT'), '', 'one loan: the other commits');
+finish_async($_) for ($updater, $u2);
+is(rq('costly'), '1/0', 'one loan: both loans returned');
+is(sql($report, "SELECT bulkhead_release('costly')"), '', 'one loan: the report ends');
+
 # --- every permit returned --------------------------------------------------------
 is( $node->safe_psql(
 		'postgres', q{
@@ -284,8 +326,8 @@ is( $node->safe_psql(
 	'', 'every workload at rest: 0 running, 0 queued');
 lanes_paired($node, 'at the end', 'all', 'costly', 'pool', 'p_report', 'p_oltp', 'keyed');
 is($node->safe_psql('postgres', 'SELECT string_agg(v::text, \',\' ORDER BY id) FROM acct'),
-	'11,11,11,30', 'every update was applied');
+	'11,22,22,30', 'every update was applied');
 
-close_session($_) for ($report, $other, $updater, $mover, $holder);
+close_session($_) for ($report, $other, $updater, $mover, $holder, $h2, $u2);
 $node->stop;
 done_testing();
