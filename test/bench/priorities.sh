@@ -33,7 +33,8 @@
 #    pair_ns.sql, as instructions.sh counts them) with this build and with
 #    the library of the commit before the priorities (BENCH_BASE_REF, by
 #    default the parent of the commit that added src/workload/importance.c),
-#    each in a fresh cluster: a workload that uses neither importance nor
+#    each in a fresh cluster with the extension at 1.4 (the base library
+#    has no 1.5 functions): a workload that uses neither importance nor
 #    lock holders.  Target: at most +0.5%.
 #
 #   bash test/bench/priorities.sh [SECONDS [ROUNDS]]   (as root; default 15 3)
@@ -52,6 +53,8 @@ CLIENTS=16 SLEEP_MS=2 AGING_MS=1000
 
 BH_PACKAGES+=(valgrind)
 bench_prepare
+# the latency logs outlive each part's cluster (removed at the end)
+LAT=$(bh_mktemp_dir bulkhead-prio-lat)
 
 # the library of the commit before the priorities (part 3)
 base_ref() {
@@ -128,7 +131,7 @@ inversion() {
     sleep 0.3
     BENCH_QUICK_XACTS=16 bench_pgbench -U app -c "$MOVERS" -T "$SECS" -f "$mover_script" >"$BENCH_DIR/mover.out" &
     pm=$!
-    BENCH_LATENCY_FILE="$BENCH_DIR/lat-$series" BENCH_QUICK_XACTS=64 \
+    BENCH_LATENCY_FILE="$LAT/lat-$series" BENCH_QUICK_XACTS=64 \
         bench_pgbench -U app -c "$UPDATERS" -j 2 -T "$SECS" -f "$updater_script" >"$BENCH_DIR/updater.out" &
     pu=$!
     wait "$pu" || bh_die "$series: the updaters' pgbench failed"
@@ -141,7 +144,7 @@ inversion() {
 }
 
 declare -A UTPS UP99 MTPS FAILS BOOSTS
-for s in boost no_boost; do UTPS[$s]= UP99[$s]= MTPS[$s]= FAILS[$s]=0 BOOSTS[$s]=0; : >"$BENCH_DIR/lat-$s"; done
+for s in boost no_boost; do UTPS[$s]= UP99[$s]= MTPS[$s]= FAILS[$s]=0 BOOSTS[$s]=0; : >"$LAT/lat-$s"; done
 for ((r = 1; r <= ROUNDS; r++)); do
     for s in boost no_boost; do
         bench_progress "inversion, $s, round $r of $ROUNDS"
@@ -177,24 +180,24 @@ importance() {
     local series=$1 ph pl hi lo
     if [ "$series" = prio ]; then hi=high lo=low; else hi=normal lo=normal; fi
     bench_psql -c "ALTER ROLE hi SET bulkhead.importance = $hi" -c "ALTER ROLE lo SET bulkhead.importance = $lo" >/dev/null
-    : >"$BENCH_DIR/lo-max"
-    BENCH_LATENCY_FILE="$BENCH_DIR/ilat-$series-hi" \
+    : >"$LAT/lo-max"
+    BENCH_LATENCY_FILE="$LAT/ilat-$series-hi" \
         bench_pgbench -U hi -c "$CLIENTS" -j 2 -T "$SECS" -f "$work_script" >"$BENCH_DIR/hi.out" &
     ph=$!
-    BENCH_LATENCY_FILE="$BENCH_DIR/ilat-$series-lo" BENCH_CLIENT_STATS="$BENCH_DIR/lo-max" \
+    BENCH_LATENCY_FILE="$LAT/ilat-$series-lo" BENCH_CLIENT_STATS="$LAT/lo-max" \
         bench_pgbench -U lo -c "$CLIENTS" -j 2 -T "$SECS" -f "$work_script" >"$BENCH_DIR/lo.out" &
     pl=$!
     wait "$ph" || bh_die "$series: the high clients' pgbench failed"
     wait "$pl" || bh_die "$series: the low clients' pgbench failed"
     read -r ht hp hf <"$BENCH_DIR/hi.out"
     read -r lt lp lf <"$BENCH_DIR/lo.out"
-    echo "$ht $hp $lt $lp $(awk '{ print $1 }' "$BENCH_DIR/lo-max") $((hf + lf))"
+    echo "$ht $hp $lt $lp $(awk '{ print $1 }' "$LAT/lo-max") $((hf + lf))"
 }
 
 declare -A HTPS LTPS LMAX IFAILS
 for s in fifo prio; do
     HTPS[$s]= LTPS[$s]= LMAX[$s]=0 IFAILS[$s]=0
-    : >"$BENCH_DIR/ilat-$s-hi"; : >"$BENCH_DIR/ilat-$s-lo"
+    : >"$LAT/ilat-$s-hi"; : >"$LAT/ilat-$s-lo"
 done
 for ((r = 1; r <= ROUNDS; r++)); do
     for s in fifo prio; do
@@ -215,6 +218,8 @@ builds=(with)
 for v in "${builds[@]}"; do
     bench_progress "callgrind, build $v"
     bench_use_build "$v"
+    # the extension at 1.4 in both (the base library has no 1.5 functions)
+    BENCH_EXTENSION_VERSION=1.4 \
     BENCH_UNDER="valgrind --tool=callgrind --trace-children=yes --collect-atstart=no \
 --toggle-collect=plpgsql_call_handler --callgrind-out-file=callgrind.%p" \
         bench_cluster_start
@@ -238,8 +243,8 @@ per_pair() {    # per_pair BUILD FORM: instructions per pair, net of its empty l
 }
 
 #---- the report ----
-p99_of() { bench_p99 <"$BENCH_DIR/$1"; }
-max_of() { sort -n "$BENCH_DIR/$1" | tail -n 1 | awk '{ printf "%.1f", $1 / 1000 }'; }
+p99_of() { bench_p99 <"$LAT/$1"; }
+max_of() { sort -n "$LAT/$1" | tail -n 1 | awk '{ printf "%.1f", $1 / 1000 }'; }
 bench_header "Priorities: a queued lock holder served first, importance within a queue (1.5)"
 echo "Command: \`bash test/bench/priorities.sh $SECS $ROUNDS\`; $ROUNDS rounds of $SECS s per series, alternating."
 echo
@@ -269,7 +274,7 @@ for s in fifo prio; do
     echo "| $s | $(bench_median <<<"${HTPS[$s]}") | $(p99_of "ilat-$s-hi") | $(bench_median <<<"${LTPS[$s]}") | $(p99_of "ilat-$s-lo") | ${LMAX[$s]} | ${IFAILS[$s]} |"
 done
 echo
-fifo_all=$(cat "$BENCH_DIR/ilat-fifo-hi" "$BENCH_DIR/ilat-fifo-lo" | bench_p99)
+fifo_all=$(cat "$LAT/ilat-fifo-hi" "$LAT/ilat-fifo-lo" | bench_p99)
 hr=$(bench_ratio "$(p99_of ilat-prio-hi)" "$fifo_all")
 bound=$(awk -v a="$AGING_MS" 'BEGIN { printf "%.0f", 3 * a }')
 echo "High's p99 in prio / everyone's p99 in fifo: **$hr**. Low's longest wait in prio: ${LMAX[prio]} ms; by aging a low waiter is high after $((2 * AGING_MS)) ms, then waits for the high waiters ahead of it: bound taken as 3 intervals, $bound ms."
@@ -300,3 +305,4 @@ else
     echo
     echo "(the base build is not measured in a smoke run)"
 fi
+rm -rf "$LAT"
