@@ -44,6 +44,7 @@
 #include "access/htup_details.h"
 #include "access/parallel.h"
 #include "access/table.h"
+#include "catalog/pg_database.h"	/* get_database_oid from 19 on */
 #include "catalog/pg_db_role_setting.h"
 #include "commands/dbcommands.h"
 #include "miscadmin.h"
