@@ -174,7 +174,9 @@ holder_ask_us(void)
 
 /*
  * Count a boost of a wait (borrowed: its grant over the limit) in its
- * workload's figures and in the wait log.  After the grants' lock.
+ * workload's figures, and a boost ahead in the wait log (a loan's line is
+ * the caller's, once the grant is recorded: see BulkheadGrantOutcome).
+ * After the grants' lock.
  */
 static void
 count_boost(const WaitCharge *charge, bool borrowed, int64 wait_us)
@@ -188,7 +190,8 @@ count_boost(const WaitCharge *charge, bool borrowed, int64 wait_us)
 			bulkhead_slot_count_boost(slot, borrowed);
 		LWLockRelease(slot->lock);
 	}
-	bulkhead_waitlog_boost(charge->slotno, true, borrowed, Max(wait_us, 0));
+	if (!borrowed)
+		bulkhead_waitlog_boost(charge->slotno, true, false, Max(wait_us, 0));
 }
 
 /*
@@ -297,7 +300,10 @@ wait_for_grant(MemBackend *me, const BulkheadMemRequest *req, int64 timeout_us,
 		{
 			outcome->wait_us = now > me->queued_at ? now - me->queued_at : 0;
 			if (finish_wait(me, req, borrow, grant, outcome))
+			{
 				count_boost(charge, true, outcome->wait_us);
+				outcome->borrowed = true;
+			}
 			return;
 		}
 		sleep_ms = (long) Min((Min(deadline, next_ask) - now + 999) / 1000, (int64) INT_MAX);

@@ -71,6 +71,10 @@ typedef struct BulkheadGrantOutcome
 	bool		queued;			/* it waited in the queue (not shadow) */
 	bool		shrunk;			/* it runs with less than it requested */
 	int64		wait_us;		/* how long it waited */
+	bool		borrowed;		/* a lock holder granted beyond the limit
+								 * (1.5): counted already; the caller
+								 * writes the wait log's line once it has
+								 * recorded the grant (a line may throw) */
 } BulkheadGrantOutcome;
 
 /*

@@ -201,6 +201,8 @@ grant(const void *owner, bool utility, int slotno, const BulkheadMemRequest *req
 	bulkhead_statements_note_memory(slotno, h->requested, h->shrunk);
 	if (outcome.queued)
 		bulkhead_waitlog_memory(slotno, outcome.wait_us, h->shrunk);
+	if (outcome.borrowed)
+		bulkhead_waitlog_boost(slotno, true, true, outcome.wait_us);
 	return &h->pins;
 }
 
