@@ -46,6 +46,9 @@
  *-------------------------------------------------------------------------
  */
 #include "memory/memory.h"
+
+#include <math.h>
+
 #include "guards/caps.h"
 #include "memory/grants.h"
 #include "permit/local.h"
@@ -55,6 +58,10 @@
 #include "record/waitlog.h"
 #include "memory/grantstate.h"
 #include "memory/utilreq.h"
+#include "memory/memplan.h"
+#include "memory/nodelimit.h"
+#include "memory/nodepeak.h"
+#include "memory/feedback.h"
 
 #include "access/parallel.h"
 #include "access/xact.h"
@@ -72,23 +79,46 @@ typedef struct HeldGrant
 	SubTransactionId subid;		/* where it was granted */
 	SubTransactionId active_in; /* a phase of it runs, begun in this
 								 * subtransaction; Invalid: none */
+	bool		granted;		/* false: measured only (it requested
+								 * nothing, 1.5) */
+	bool		started;		/* its executor's start returned */
 	int64		requested;
 	double		asked[BULKHEAD_NUM_CAPS];	/* the settings asked with */
 	BulkheadGrant grant;
 	BulkheadCaps pins;			/* the settings it runs with */
+	BulkheadCaps start_pins;	/* ... while its executor starts */
+	BulkheadMemPlan *plan;		/* a statement's nodes (1.5), or NULL;
+								 * TopMemoryContext */
 } HeldGrant;
 
 static HeldGrant *held = NULL;	/* TopMemoryContext */
+static BulkheadMemPlan *pending = NULL; /* a plan built, not yet held */
 static int	maxheld = 0;
 static bool exit_registered = false;
 
 int			bulkhead_memory_nheld = 0;
 
+static void
+free_plan(BulkheadMemPlan *mp)
+{
+	if (mp == NULL)
+		return;
+	if (mp->nodes)
+		pfree(mp->nodes);
+	pfree(mp);
+}
+
 /* Return held[i] and take it out of the list.  Never throws. */
 static void
 release_at(int i)
 {
-	bulkhead_grants_release(&held[i].grant, held[i].requested);
+	if (held[i].granted)
+		bulkhead_grants_release(&held[i].grant, held[i].requested);
+	if (held[i].plan != NULL)
+	{
+		bulkhead_nodelimit_remove(held[i].owner);
+		free_plan(held[i].plan);
+	}
 	bulkhead_memory_nheld--;
 	if (i < bulkhead_memory_nheld)
 		memmove(&held[i], &held[i + 1], sizeof(HeldGrant) * (bulkhead_memory_nheld - i));
@@ -164,10 +194,12 @@ charged_slot(void)
 /*
  * Grant req to a statement of workload slotno, owned by owner, asked with
  * settings (a, b): work_mem and hash_mem_multiplier, or for a utility
- * maintenance_work_mem and its parallel workers.  Returns the settings to
- * hold it to.
+ * maintenance_work_mem and its parallel workers.  Returns the record, the
+ * settings to hold it to in its pins.  A statement's plan (pending, taken
+ * over here) gets its nodes' limits; with nothing to request it is only
+ * measured (no lock).
  */
-static const BulkheadCaps *
+static HeldGrant *
 grant(const void *owner, bool utility, int slotno, const BulkheadMemRequest *req,
 	  int cap_a, double a, int cap_b, double b)
 {
@@ -175,6 +207,7 @@ grant(const void *owner, bool utility, int slotno, const BulkheadMemRequest *req
 	HeldGrant  *h;
 	int			stale = find(owner);
 	bool		may_wait;
+	bool		measure_only = bulkhead_memreq_bytes(req) <= 0;
 
 	/* a record of the same address is a failed executor's, left behind */
 	if (stale >= 0)
@@ -182,28 +215,51 @@ grant(const void *owner, bool utility, int slotno, const BulkheadMemRequest *req
 	make_room();
 	may_wait = bulkhead_memory_nheld == 0;		/* one that holds a grant never waits */
 	h = &held[bulkhead_memory_nheld];
-	bulkhead_grants_acquire(slotno, req, may_wait, &h->grant, &outcome);
+	memset(&outcome, 0, sizeof(outcome));
+	outcome.setting_kb = req->setting_kb;
+	if (!measure_only)
+		bulkhead_grants_acquire(slotno, req, may_wait, &h->grant, &outcome);
 	h->owner = owner;
 	h->utility = utility;
+	h->granted = !measure_only;
+	h->started = false;
 	h->subid = GetCurrentSubTransactionId();
 	h->active_in = h->subid;
-	h->requested = bulkhead_memreq_bytes(req);
+	h->requested = measure_only ? 0 : bulkhead_memreq_bytes(req);
 	h->shrunk = outcome.setting_kb < req->setting_kb;
+	h->plan = pending;
+	pending = NULL;
 	memset(h->asked, 0, sizeof(h->asked));
 	h->asked[cap_a] = a;
 	h->asked[cap_b] = b;
 	memset(&h->pins, 0, sizeof(BulkheadCaps));
 	h->pins.mask = (1 << cap_a) | (1 << cap_b);
-	h->pins.value[cap_a] = outcome.setting_kb;
-	h->pins.value[cap_b] = b;
+	if (h->plan == NULL)
+	{
+		h->pins.value[cap_a] = outcome.setting_kb;
+		h->pins.value[cap_b] = b;
+	}
+	else
+	{
+		/* what no node's limit covers runs as 1.4 ran it, shrunk alike */
+		bulkhead_memreq_assign(h->plan, req, outcome.setting_kb);
+		h->pins.value[cap_a] = h->shrunk ?
+			Max(floor(a * outcome.setting_kb / req->setting_kb), BULKHEAD_MEM_FLOOR_KB) : a;
+		h->pins.value[cap_b] = h->shrunk ? 1.0 : b;
+	}
+	h->start_pins = h->pins;
+	if (h->plan != NULL)
+		h->start_pins.value[cap_a] = Min(h->pins.value[cap_a], h->plan->start_kb);
 	bulkhead_memory_nheld++;
+	if (measure_only)
+		return h;
 	/* what it met (1.4, issue 42), once the grant is held and recorded */
 	bulkhead_statements_note_memory(slotno, h->requested, h->shrunk);
 	if (outcome.queued)
 		bulkhead_waitlog_memory(slotno, outcome.wait_us, h->shrunk);
 	if (outcome.borrowed)
 		bulkhead_waitlog_boost(slotno, true, true, outcome.wait_us);
-	return &h->pins;
+	return h;
 }
 
 /* May this process's statement be charged at all? */
@@ -214,11 +270,26 @@ chargeable(void)
 		bulkhead_shared != NULL;
 }
 
+/*
+ * The settings a statement's request is worked out with: the session's,
+ * also for a statement run inside a memory node of another (whose settings
+ * that node's wrapper has lowered), with the caps in force
+ */
+static void
+asked_settings(int *wm, double *hm)
+{
+	bulkhead_nodelimit_session(wm, hm);
+}
+
 const BulkheadCaps *
 bulkhead_memory_start(QueryDesc *queryDesc, int eflags)
 {
 	BulkheadMemRequest req;
+	BulkheadMemPlan *mp;
+	MemoryContext old;
 	int			slotno;
+	int			wm;
+	double		hm;
 
 	if (likely(!bulkhead_grants_active()) || !chargeable() ||
 		(eflags & EXEC_FLAG_EXPLAIN_ONLY))
@@ -226,10 +297,21 @@ bulkhead_memory_start(QueryDesc *queryDesc, int eflags)
 	slotno = charged_slot();
 	if (!bulkhead_grants_limited(slotno))
 		return NULL;
+	asked_settings(&wm, &hm);
 	/* (the caller applied the caps in force: these are the values it runs with) */
-	bulkhead_memreq_plan(queryDesc->plannedstmt, work_mem, hash_mem_multiplier, &req);
-	if (req.units <= 0 && req.fixed <= 0)
+	free_plan(pending);
+	pending = NULL;
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	mp = palloc0(sizeof(BulkheadMemPlan));
+	pending = mp;
+	bulkhead_memreq_build(queryDesc->plannedstmt, wm, hm, mp);
+	MemoryContextSwitchTo(old);
+	mp->slotno = slotno;
+	if (mp->nnodes == 0 && mp->fixed <= 0 && !mp->unbounded)
 		return NULL;			/* no memory node: no lock */
+	if (mp->queryid != 0)
+		bulkhead_feedback_apply(mp);
+	bulkhead_memreq_total(mp, &req);
 
 	/*
 	 * Not for a plan the user may not run (the executor fails next): its
@@ -238,8 +320,47 @@ bulkhead_memory_start(QueryDesc *queryDesc, int eflags)
 	 */
 	if (!bulkhead_may_run(queryDesc->plannedstmt))
 		return NULL;
-	return grant(queryDesc, false, slotno, &req, BULKHEAD_CAP_WORK_MEM, work_mem,
-				 BULKHEAD_CAP_HASH_MEM_MULTIPLIER, hash_mem_multiplier);
+	return &grant(queryDesc, false, slotno, &req, BULKHEAD_CAP_WORK_MEM, wm,
+				  BULKHEAD_CAP_HASH_MEM_MULTIPLIER, hm)->start_pins;
+}
+
+void
+bulkhead_memory_started(QueryDesc *queryDesc)
+{
+	int			i;
+
+	if (likely(bulkhead_memory_nheld == 0) || (i = find(queryDesc)) < 0 ||
+		held[i].started)
+		return;
+	held[i].started = true;
+	if (held[i].plan != NULL)
+		bulkhead_nodelimit_install(queryDesc, held[i].plan);
+}
+
+void
+bulkhead_memory_ending(QueryDesc *queryDesc)
+{
+	int			i;
+	BulkheadMemPlan *mp;
+
+	if (likely(bulkhead_memory_nheld == 0) || (i = find(queryDesc)) < 0 ||
+		(mp = held[i].plan) == NULL || !held[i].started)
+		return;
+	bulkhead_nodepeak_read(queryDesc, mp);
+	if (mp->queryid != 0)
+		bulkhead_feedback_note(mp);
+}
+
+const BulkheadMemPlan *
+bulkhead_memory_plan_of(const PlannedStmt *stmt)
+{
+	int			i;
+
+	for (i = bulkhead_memory_nheld - 1; i >= 0; i--)
+		if (held[i].plan != NULL && !held[i].utility &&
+			((const QueryDesc *) held[i].owner)->plannedstmt == stmt)
+			return held[i].plan;
+	return NULL;
 }
 
 const BulkheadCaps *
@@ -286,9 +407,11 @@ bulkhead_memory_utility_start(Node *stmt, int context)
 		!bulkhead_memreq_utility(stmt, context, maintenance_work_mem,
 								 max_parallel_maintenance_workers, &req))
 		return NULL;
-	return grant(stmt, true, slotno, &req,
-				 BULKHEAD_CAP_MAINTENANCE_WORK_MEM, maintenance_work_mem,
-				 BULKHEAD_CAP_PARALLEL_MAINTENANCE, max_parallel_maintenance_workers);
+	free_plan(pending);
+	pending = NULL;
+	return &grant(stmt, true, slotno, &req,
+				  BULKHEAD_CAP_MAINTENANCE_WORK_MEM, maintenance_work_mem,
+				  BULKHEAD_CAP_PARALLEL_MAINTENANCE, max_parallel_maintenance_workers)->pins;
 }
 
 void
@@ -302,9 +425,18 @@ bulkhead_memory_asked(int cap, double live)
 {
 	int			i;
 
+	int			wm;
+	double		hm;
+
 	for (i = 0; i < bulkhead_memory_nheld; i++)
 		if (held[i].shrunk && (held[i].pins.mask & (1 << cap)))
 			return held[i].asked[cap];
+	/* inside a memory node, whose wrapper lowered them (1.5) */
+	bulkhead_nodelimit_session(&wm, &hm);
+	if (cap == BULKHEAD_CAP_WORK_MEM && wm != work_mem)
+		return Max(live, wm);
+	if (cap == BULKHEAD_CAP_HASH_MEM_MULTIPLIER && hm != hash_mem_multiplier)
+		return Max(live, hm);
 	return live;
 }
 
@@ -331,6 +463,7 @@ memory_xact_callback(XactEvent event, void *arg)
 	{
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
+			bulkhead_nodelimit_abort(true, InvalidSubTransactionId);
 			bulkhead_grants_wait_cleanup();
 			if (bulkhead_memory_nheld > 0)
 				release_where(true, InvalidSubTransactionId, false);
@@ -356,6 +489,7 @@ memory_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	switch (event)
 	{
 		case SUBXACT_EVENT_ABORT_SUB:
+			bulkhead_nodelimit_abort(false, mySubid);
 			bulkhead_grants_wait_cleanup();
 			if (bulkhead_memory_nheld > 0)
 				release_where(false, mySubid, false);

@@ -44,6 +44,16 @@ bulkhead_memory_pins(struct QueryDesc *queryDesc)
 	return bulkhead_memory_pins_slow(queryDesc);
 }
 
+/* queryDesc's executor started: its memory nodes held to their grants (1.5) */
+extern void bulkhead_memory_started(struct QueryDesc *queryDesc);
+
+/* Its executor is about to end: what its nodes used, noted (1.5) */
+extern void bulkhead_memory_ending(struct QueryDesc *queryDesc);
+
+/* The memory nodes of a running statement of stmt (EXPLAIN), or NULL */
+struct PlannedStmt;
+extern const struct BulkheadMemPlan *bulkhead_memory_plan_of(const struct PlannedStmt *stmt);
+
 /* A phase of queryDesc's executor returned normally */
 extern void bulkhead_memory_phase_done(struct QueryDesc *queryDesc);
 

@@ -21,11 +21,15 @@
 
 #include "shmem/shmem.h"
 
+#include "memory/memplan.h"
 #include "nodes/plannodes.h"
 
 /* The lowest value a shrunk statement's setting is given, in kB */
 #define BULKHEAD_MEM_FLOOR_KB		64	/* work_mem's own minimum */
 #define BULKHEAD_MAINT_FLOOR_KB		1024	/* maintenance_work_mem's */
+
+/* A node's request from the plan's estimates: what they say, times this */
+#define BULKHEAD_ESTIMATE_MARGIN	1.5
 
 typedef struct BulkheadMemRequest
 {
@@ -63,7 +67,25 @@ bulkhead_memreq_bytes(const BulkheadMemRequest *req)
 extern int	bulkhead_memreq_fit(const BulkheadMemRequest *req, int64 avail);
 
 /*
- * The request of a plan run with work_mem at work_mem_kb and
+ * The memory nodes of plan run with work_mem at work_mem_kb and
+ * hash_mem_multiplier at hash_mult: each one's limit, and its request from
+ * the plan's estimates (palloc'd in the current context).
+ */
+extern void bulkhead_memreq_build(const PlannedStmt *plan, int work_mem_kb,
+								  double hash_mult, BulkheadMemPlan *mp);
+
+/*
+ * The request of mp's nodes as they ask now (each node's request: estimate
+ * or feedback), each node's run_kb set to it.
+ */
+extern void bulkhead_memreq_total(BulkheadMemPlan *mp, BulkheadMemRequest *req);
+
+/* mp's nodes' limits when req was granted at setting_kb, shrunk alike */
+extern void bulkhead_memreq_assign(BulkheadMemPlan *mp, const BulkheadMemRequest *req,
+								   int setting_kb);
+
+/*
+ * The request of a plan run with work_mem_kb and
  * hash_mem_multiplier at hash_mult (the values its statement runs with).
  * A plan without a memory node requests 0 (units and fixed 0).
  */

@@ -353,6 +353,7 @@ hooks_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	pinned = caps_pinned(bulkhead_memory_start(queryDesc, eflags));
 	start_next(queryDesc, eflags);
 	bulkhead_caps_leave(pinned);
+	bulkhead_memory_started(queryDesc);
 	bulkhead_memory_phase_done(queryDesc);
 	bulkhead_caps_leave(frame);
 }
@@ -400,6 +401,7 @@ hooks_ExecutorFinish(QueryDesc *queryDesc)
 static void
 hooks_ExecutorEnd(QueryDesc *queryDesc)
 {
+	bulkhead_memory_ending(queryDesc);	/* what its nodes used (1.5) */
 	if (prev_ExecutorEnd)
 		prev_ExecutorEnd(queryDesc);
 	else

@@ -1,0 +1,37 @@
+/*-------------------------------------------------------------------------
+ *
+ * nodelimit.h
+ *	  Memory grants (1.5): a granted statement's memory nodes held to their
+ *	  grants while they run (nodelimit.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BULKHEAD_NODELIMIT_H
+#define BULKHEAD_NODELIMIT_H
+
+#include "memory/memplan.h"
+
+#include "executor/execdesc.h"
+
+/*
+ * After queryDesc's executor started: its memory nodes (mp, which must
+ * live until the executor ends) wrapped, their start limits lowered
+ */
+extern void bulkhead_nodelimit_install(QueryDesc *queryDesc, BulkheadMemPlan *mp);
+
+/* The executor of owner (a QueryDesc) ended or died: its nodes forgotten */
+extern void bulkhead_nodelimit_remove(const void *owner);
+
+/*
+ * work_mem and hash_mem_multiplier as they were before the first memory
+ * node under way lowered them (as they are, when none is under way)
+ */
+extern void bulkhead_nodelimit_session(int *wm, double *hm);
+
+/*
+ * A (sub)transaction aborts (all: the transaction): the settings the
+ * wrapper calls under way in it put aside are put back.  Never throws.
+ */
+extern void bulkhead_nodelimit_abort(bool all, SubTransactionId subid);
+
+#endif							/* BULKHEAD_NODELIMIT_H */
