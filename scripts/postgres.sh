@@ -355,7 +355,10 @@ bh_pg_build_chroot() {    # bh_pg_build_chroot MAJOR SUITE -> root
 # The pg_config of MAJOR, building it first if its kind needs that (for a
 # chroot, its path inside: run it with bh_pg_run).
 bh_pg_config_of() {    # bh_pg_config_of MAJOR -> path
-    local kind arg prefix
+    local kind arg prefix own="BULKHEAD_PG_CONFIG_$1"
+    # a server of one's own (a copy of a built one: its paths follow its
+    # binaries), so that runs side by side do not install into one server
+    if [ -n "${!own:-}" ]; then printf '%s\n' "${!own}"; return 0; fi
     read -r kind arg < <(bh_pg_entry "$1") || bh_die "PostgreSQL $1 is not in the matrix ($(bh_pg_majors | tr '\n' ' '))"
     case $kind in
         package)
