@@ -249,7 +249,13 @@ grant(const void *owner, bool utility, int slotno, const BulkheadMemRequest *req
 	}
 	h->start_pins = h->pins;
 	if (h->plan != NULL)
+	{
 		h->start_pins.value[cap_a] = Min(h->pins.value[cap_a], h->plan->start_kb);
+		h->plan->requested = h->requested;
+		h->plan->granted = h->granted ? h->grant.bytes : 0;
+		h->plan->wait_us = outcome.queued ? outcome.wait_us : 0;
+		h->plan->shrunk = h->shrunk;
+	}
 	bulkhead_memory_nheld++;
 	if (measure_only)
 		return h;

@@ -117,6 +117,11 @@ typedef struct BulkheadMemPlan
 	bool		unbounded;		/* it may use memory no limit bounds (an
 								 * Agg's values, an ARRAY sublink): measured
 								 * even when it requests nothing */
+	/* its grant (memory.c) */
+	int64		requested;		/* bytes asked */
+	int64		granted;		/* bytes granted (0: measured only) */
+	int64		wait_us;		/* its wait for memory, 0 none */
+	bool		shrunk;			/* granted less than asked */
 	/* read at its end (nodepeak.c) */
 	int64		extra_peak;		/* bytes used outside the nodes; -1 unknown */
 } BulkheadMemPlan;
