@@ -75,24 +75,6 @@ extern void bulkhead_memreq_build(const PlannedStmt *plan, int work_mem_kb,
 								  double hash_mult, BulkheadMemPlan *mp);
 
 /*
- * The request of mp's nodes as they ask now (each node's request: estimate
- * or feedback), each node's run_kb set to it.
- */
-extern void bulkhead_memreq_total(BulkheadMemPlan *mp, BulkheadMemRequest *req);
-
-/* mp's nodes' limits when req was granted at setting_kb, shrunk alike */
-extern void bulkhead_memreq_assign(BulkheadMemPlan *mp, const BulkheadMemRequest *req,
-								   int setting_kb);
-
-/*
- * The request of a plan run with work_mem_kb and
- * hash_mem_multiplier at hash_mult (the values its statement runs with).
- * A plan without a memory node requests 0 (units and fixed 0).
- */
-extern void bulkhead_memreq_plan(const PlannedStmt *plan, int work_mem_kb,
-								 double hash_mult, BulkheadMemRequest *req);
-
-/*
  * A workload's max_memory as written ('700MB', '2GB', a number of kB) in
  * bytes; false, reported at elevel (22023), for a value a memory setting
  * refuses or one below 64 kB.
