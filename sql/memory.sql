@@ -37,6 +37,19 @@ SELECT workload, max_memory, memory_granted, memory_waiting, memory_waits,
 DELETE FROM bulkhead_workload WHERE name LIKE 'mem_%';
 -- the server's level: off (bulkhead.max_memory = -1)
 SELECT max_memory, memory_waiting, memory_waits, memory_shrunk FROM bulkhead_memory;
+-- bulkhead.max_memory takes -1 (off) or at least 64 kB, as a workload's
+-- max_memory does: 0 is not "off" (it would shrink every statement to its
+-- floors), so 0, 1 kB and 63 kB are refused (22023, a hint naming -1)
+ALTER SYSTEM SET bulkhead.max_memory = 0;
+\echo :LAST_ERROR_SQLSTATE
+ALTER SYSTEM SET bulkhead.max_memory = '1kB';
+\echo :LAST_ERROR_SQLSTATE
+ALTER SYSTEM SET bulkhead.max_memory = '63kB';
+\echo :LAST_ERROR_SQLSTATE
+ALTER SYSTEM SET bulkhead.max_memory = -1;
+ALTER SYSTEM SET bulkhead.max_memory = '64kB';
+ALTER SYSTEM SET bulkhead.max_memory = '1GB';
+ALTER SYSTEM RESET bulkhead.max_memory;
 
 -- What a statement requests: bulkhead_classify(query).memory_requested,
 -- in bytes and MB, with work_mem = 1MB (1048576 bytes) and
