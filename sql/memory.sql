@@ -229,6 +229,34 @@ SELECT * FROM pg_temp.req('EXPLAIN (ANALYZE) SELECT * FROM mem_t ORDER BY b');
 -- the values are those the statement runs with: work_mem 4MB, 4
 SET work_mem = '4MB';
 SELECT * FROM pg_temp.req('SELECT * FROM mem_t ORDER BY b');
+-- DECLARE and COPY (query) TO request what their query requests, planned
+-- as they plan it: the same as the query alone (cursor_tuple_fraction = 1:
+-- a cursor's plan is then the one a plain statement gets); a SCROLL cursor
+-- over a plan that cannot run backwards adds a Materialize on top, 4 more
+SET cursor_tuple_fraction = 1;
+CREATE FUNCTION pg_temp.same(query text, stmt text)
+RETURNS TABLE (same_memory boolean, memory_added numeric)
+LANGUAGE sql AS $f$
+  SELECT s.memory_requested = q.memory_requested,
+         round((s.memory_requested - q.memory_requested) / 1048576.0, 4)
+    FROM bulkhead_classify(query) q, bulkhead_classify(stmt) s
+$f$;
+SELECT * FROM pg_temp.same('SELECT * FROM mem_t ORDER BY b',
+                           'DECLARE c CURSOR FOR SELECT * FROM mem_t ORDER BY b');
+SELECT * FROM pg_temp.same('SELECT b, count(*) FROM mem_t GROUP BY b',
+                           'DECLARE c NO SCROLL CURSOR WITH HOLD FOR SELECT b, count(*) FROM mem_t GROUP BY b');
+SELECT * FROM pg_temp.same('SELECT b, count(*) FROM mem_t GROUP BY b',
+                           'DECLARE c SCROLL CURSOR FOR SELECT b, count(*) FROM mem_t GROUP BY b');
+SELECT * FROM pg_temp.same('SELECT * FROM mem_t ORDER BY b',
+                           'COPY (SELECT * FROM mem_t ORDER BY b) TO STDOUT');
+SELECT * FROM pg_temp.same('SELECT b, count(*) FROM mem_t GROUP BY b',
+                           'COPY (SELECT b, count(*) FROM mem_t GROUP BY b) TO STDOUT (FORMAT csv)');
+SELECT * FROM pg_temp.same('EXPLAIN (ANALYZE) SELECT * FROM mem_t ORDER BY b',
+                           'EXPLAIN (ANALYZE) DECLARE c CURSOR FOR SELECT * FROM mem_t ORDER BY b');
+-- a COPY of a table requests nothing
+SELECT * FROM pg_temp.req('COPY mem_t TO STDOUT');
+DROP FUNCTION pg_temp.same(text, text);
+RESET cursor_tuple_fraction;
 RESET work_mem;
 RESET hash_mem_multiplier;
 RESET maintenance_work_mem;
@@ -252,6 +280,11 @@ SET bulkhead.exempt_superuser = off;
 SET ROLE regress_bh_mem;
 SELECT bh_wait($$(SELECT workload FROM bulkhead_classify('SELECT 1')) = 'mem_lane'$$);
 SELECT workload, source, memory_requested FROM bulkhead_classify('SELECT * FROM mem_t ORDER BY b');
+-- a cursor's query and COPY's are SELECTs of that lane
+SELECT workload, source, memory_requested
+  FROM bulkhead_classify('DECLARE c CURSOR FOR SELECT * FROM mem_t ORDER BY b');
+SELECT workload, source, memory_requested
+  FROM bulkhead_classify('COPY (SELECT * FROM mem_t ORDER BY b) TO STDOUT');
 RESET ROLE;
 RESET bulkhead.exempt_superuser;
 
