@@ -19,7 +19,11 @@
  * which workload it would take, and why, as the gate would choose for the
  * calling session's next statement: inside a transaction block that holds
  * its automatic permit already, a query that matches no statement rule
- * stays where that permit is (source 'transaction').
+ * stays where that permit is (source 'transaction').  DECLARE and COPY
+ * (query) TO are classified as their query, planned as they plan it (a
+ * cursor with its options): its kind, cost and memory request.  (When they
+ * run, the gate matches them as utilities, before their query is planned;
+ * their query's memory grant is taken when its executor starts.)
  *
  * Before a statement's lane is known it is planned under the caps of the
  * lane it most likely takes (the session's workload, for the
@@ -50,6 +54,7 @@
 #include "nodes/parsenodes.h"
 #include "optimizer/optimizer.h"
 #include "parser/analyze.h"
+#include "rewrite/rewriteHandler.h"
 #include "tcop/tcopprot.h"
 #include "tcop/utility.h"
 #include "utils/builtins.h"
@@ -259,8 +264,60 @@ bulkhead_planning_caps(const BulkheadCaps *in_force, bool first)
 /*---- bulkhead_classify(query) ----*/
 
 /*
+ * Plan q as the statement that runs it would (cursor options: a cursor's
+ * own, CURSOR_OPT_PARALLEL_OK for a plain statement and COPY's query), and
+ * describe it: its kind, its cost, its plan for its memory.
+ */
+static void
+describe_plan(Query *q, const char *query, int cursor_options, uint8 *kind,
+			  bool *has_cost, double *cost, PlannedStmt **plan_out)
+{
+	PlannedStmt *plan;
+
+#if PG_VERSION_NUM >= 190000
+	plan = pg_plan_query(q, query, cursor_options, NULL, NULL);
+#else
+	plan = pg_plan_query(q, query, cursor_options, NULL);
+#endif
+	/* as EXPLAIN does: the caller must be allowed to run it */
+#if PG_VERSION_NUM >= 160000
+	(void) ExecCheckPermissions(plan->rtable, plan->permInfos, true);
+#else
+	(void) ExecCheckRTPerms(plan->rtable, true);
+#endif
+	*kind = bulkhead_statement_kind(plan->commandType);
+	*has_cost = true;
+	*cost = plan->planTree->total_cost;
+	*plan_out = plan;
+}
+
+/*
+ * A cursor's query, as DECLARE runs it (PerformCursorOpen): analysed with
+ * the DECLARE, rewritten now, planned with the cursor's options (a fast
+ * start, SCROLL's Materialize on top, no parallel plan).  false: not a
+ * single SELECT after the rewrite (DECLARE would fail), a utility then.
+ */
+static bool
+describe_cursor(DeclareCursorStmt *cursor, const char *query, uint8 *kind,
+				bool *has_cost, double *cost, PlannedStmt **plan_out)
+{
+	List	   *rewritten;
+	Query	   *q;
+
+	rewritten = QueryRewrite(castNode(Query, copyObject(cursor->query)));
+	if (list_length(rewritten) != 1)
+		return false;
+	q = linitial_node(Query, rewritten);
+	if (q->commandType != CMD_SELECT)
+		return false;
+	describe_plan(q, query, cursor->options, kind, has_cost, cost, plan_out);
+	return true;
+}
+
+/*
  * The kind and cost of the statement that stmt runs, and its plan (or its
- * utility command) for its memory; false: none matches (nor runs)
+ * utility command) for its memory; false: none matches (nor runs).  EXPLAIN
+ * ANALYZE, DECLARE and COPY (query) TO are described as the query they run.
  */
 static bool
 describe(RawStmt *raw, const char *query, uint8 *kind, bool *has_cost,
@@ -270,18 +327,24 @@ describe(RawStmt *raw, const char *query, uint8 *kind, bool *has_cost,
 	int			ntypes = 0;
 	List	   *queries;
 	Query	   *q;
-	PlannedStmt *plan;
+	RawStmt    *inner = NULL;
 
 	*has_cost = false;
 	if (IsA(raw->stmt, ExplainStmt))
 	{
-		ExplainStmt *explain = (ExplainStmt *) raw->stmt;
-		RawStmt    *inner;
-
-		if (!explain_analyzes(explain))
+		if (!explain_analyzes((ExplainStmt *) raw->stmt))
 			return false;
 		inner = makeNode(RawStmt);
-		inner->stmt = explain->query;
+		inner->stmt = ((ExplainStmt *) raw->stmt)->query;
+	}
+	else if (IsA(raw->stmt, CopyStmt) && ((CopyStmt *) raw->stmt)->query != NULL)
+	{
+		/* COPY (query) TO: its query analysed and planned alone (BeginCopyTo) */
+		inner = makeNode(RawStmt);
+		inner->stmt = copyObject(((CopyStmt *) raw->stmt)->query);
+	}
+	if (inner != NULL)
+	{
 		inner->stmt_location = raw->stmt_location;
 		inner->stmt_len = raw->stmt_len;
 		return describe(inner, query, kind, has_cost, cost, plan_out, utility_out);
@@ -295,32 +358,23 @@ describe(RawStmt *raw, const char *query, uint8 *kind, bool *has_cost,
 		return true;
 	}
 	q = linitial_node(Query, queries);
-	if (q->commandType == CMD_UTILITY)
+	if (q->commandType != CMD_UTILITY)
 	{
-		if (IsA(q->utilityStmt, ExecuteStmt))
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("bulkhead_classify cannot classify EXECUTE"),
-					 errhint("Classify the prepared statement's query itself.")));
-		*kind = BULKHEAD_CMD_UTILITY;
-		*utility_out = q->utilityStmt;
+		describe_plan(q, query, CURSOR_OPT_PARALLEL_OK, kind, has_cost, cost,
+					  plan_out);
 		return true;
 	}
-#if PG_VERSION_NUM >= 190000
-	plan = pg_plan_query(q, query, CURSOR_OPT_PARALLEL_OK, NULL, NULL);
-#else
-	plan = pg_plan_query(q, query, CURSOR_OPT_PARALLEL_OK, NULL);
-#endif
-	/* as EXPLAIN does: the caller must be allowed to run it */
-#if PG_VERSION_NUM >= 160000
-	(void) ExecCheckPermissions(plan->rtable, plan->permInfos, true);
-#else
-	(void) ExecCheckRTPerms(plan->rtable, true);
-#endif
-	*kind = bulkhead_statement_kind(plan->commandType);
-	*has_cost = true;
-	*cost = plan->planTree->total_cost;
-	*plan_out = plan;
+	if (IsA(q->utilityStmt, ExecuteStmt))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("bulkhead_classify cannot classify EXECUTE"),
+				 errhint("Classify the prepared statement's query itself.")));
+	if (IsA(q->utilityStmt, DeclareCursorStmt) &&
+		describe_cursor((DeclareCursorStmt *) q->utilityStmt, query, kind,
+						has_cost, cost, plan_out))
+		return true;
+	*kind = BULKHEAD_CMD_UTILITY;
+	*utility_out = q->utilityStmt;
 	return true;
 }
 
