@@ -488,11 +488,11 @@ bulkhead_class_source_name(BulkheadClassSource source)
 Datum
 bulkhead_classification_row(FunctionCallInfo fcinfo, const char *workload,
 							const char *source, int32 position, bool has_position,
-							int64 memory_requested)
+							int64 memory_requested, const char *memory_source)
 {
 	TupleDesc	tupdesc;
-	Datum		values[4];
-	bool		nulls[4] = {true, true, true, true};
+	Datum		values[5];
+	bool		nulls[5] = {true, true, true, true, true};
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
@@ -516,6 +516,11 @@ bulkhead_classification_row(FunctionCallInfo fcinfo, const char *workload,
 			values[3] = Int64GetDatum(memory_requested);
 			nulls[3] = false;
 		}
+		if (memory_source != NULL && tupdesc->natts > 4)
+		{
+			values[4] = CStringGetTextDatum(memory_source);
+			nulls[4] = false;
+		}
 	}
 	return HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls));
 }
@@ -531,7 +536,7 @@ bulkhead_classify(PG_FUNCTION_ARGS)
 	bulkhead_publish_classification(&class);
 	return bulkhead_classification_row(fcinfo, class.workload, bulkhead_class_source_name(class.source),
 							  class.position,
-							  class.source == BULKHEAD_CLASS_RULE, -1);
+							  class.source == BULKHEAD_CLASS_RULE, -1, NULL);
 }
 
 /*
@@ -562,7 +567,7 @@ bulkhead_classify_pid(PG_FUNCTION_ARGS)
 	proc = BackendPidGetProc(pid);
 	procno = proc ? BULKHEAD_PROCNO(proc) : -1;
 	if (procno < 0 || procno >= bulkhead_rules->nrecords)
-		return bulkhead_classification_row(fcinfo, NULL, NULL, 0, false, -1);
+		return bulkhead_classification_row(fcinfo, NULL, NULL, 0, false, -1, NULL);
 
 	record = &bulkhead_rules->records[procno];
 	for (;;)
@@ -584,10 +589,10 @@ bulkhead_classify_pid(PG_FUNCTION_ARGS)
 	workload[NAMEDATALEN - 1] = '\0';
 
 	if (record_pid != pid)
-		return bulkhead_classification_row(fcinfo, NULL, NULL, 0, false, -1);
+		return bulkhead_classification_row(fcinfo, NULL, NULL, 0, false, -1, NULL);
 	return bulkhead_classification_row(fcinfo, workload,
 									   bulkhead_class_source_name((BulkheadClassSource) source),
-									   position, source == BULKHEAD_CLASS_RULE, -1);
+									   position, source == BULKHEAD_CLASS_RULE, -1, NULL);
 }
 
 /* How many rule evaluations all backends have made since the start */

@@ -20,10 +20,10 @@
  * calling session's next statement: inside a transaction block that holds
  * its automatic permit already, a query that matches no statement rule
  * stays where that permit is (source 'transaction').  DECLARE and COPY
- * (query) TO are classified as their query, planned as they plan it (a
- * cursor with its options): its kind, cost and memory request.  (When they
- * run, the gate matches them as utilities, before their query is planned;
- * their query's memory grant is taken when its executor starts.)
+ * (query) TO are classified as they run: as utilities (the gate matches
+ * them before their query is planned), with the memory request of their
+ * query, planned as they plan it (a cursor with its options), whose grant
+ * is taken when its executor starts.
  *
  * Before a statement's lane is known it is planned under the caps of the
  * lane it most likely takes (the session's workload, for the
@@ -44,6 +44,8 @@
 #include "permit/local.h"
 #include "memory/memory.h"
 #include "memory/memreq.h"
+#include "memory/memplan.h"
+#include "memory/memory.h"
 #include "memory/utilreq.h"
 
 #include "access/xact.h"
@@ -317,7 +319,8 @@ describe_cursor(DeclareCursorStmt *cursor, const char *query, uint8 *kind,
 /*
  * The kind and cost of the statement that stmt runs, and its plan (or its
  * utility command) for its memory; false: none matches (nor runs).  EXPLAIN
- * ANALYZE, DECLARE and COPY (query) TO are described as the query they run.
+ * ANALYZE is described as the query it runs; DECLARE and COPY (query) TO as
+ * utilities with the plan of the query they run.
  */
 static bool
 describe(RawStmt *raw, const char *query, uint8 *kind, bool *has_cost,
@@ -345,9 +348,18 @@ describe(RawStmt *raw, const char *query, uint8 *kind, bool *has_cost,
 	}
 	if (inner != NULL)
 	{
+		bool		described;
+
 		inner->stmt_location = raw->stmt_location;
 		inner->stmt_len = raw->stmt_len;
-		return describe(inner, query, kind, has_cost, cost, plan_out, utility_out);
+		described = describe(inner, query, kind, has_cost, cost, plan_out, utility_out);
+		/* COPY takes its permit as a utility, as it runs; its query's plan asks */
+		if (described && IsA(raw->stmt, CopyStmt))
+		{
+			*kind = BULKHEAD_CMD_UTILITY;
+			*has_cost = false;
+		}
+		return described;
 	}
 
 	/* parameters ($1, ...) are allowed, their types deduced */
@@ -369,10 +381,15 @@ describe(RawStmt *raw, const char *query, uint8 *kind, bool *has_cost,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("bulkhead_classify cannot classify EXECUTE"),
 				 errhint("Classify the prepared statement's query itself.")));
+	/* DECLARE takes its permit as a utility, as it runs; its query's plan asks */
 	if (IsA(q->utilityStmt, DeclareCursorStmt) &&
 		describe_cursor((DeclareCursorStmt *) q->utilityStmt, query, kind,
 						has_cost, cost, plan_out))
+	{
+		*kind = BULKHEAD_CMD_UTILITY;
+		*has_cost = false;
 		return true;
+	}
 	*kind = BULKHEAD_CMD_UTILITY;
 	*utility_out = q->utilityStmt;
 	return true;
@@ -399,27 +416,39 @@ runs_with(const BulkheadCaps *caps, int i, double live)
  * the workload's (1.4, memory grants).  0 for one that runs nothing.
  */
 static int64
-memory_of(PlannedStmt *plan, Node *utility, const char *workload)
+memory_of(PlannedStmt *plan, Node *utility, const char *workload, const char **source)
 {
 	BulkheadCaps caps = bulkhead_caps_in_force;
 	BulkheadCaps lane;
 	BulkheadMemRequest req;
+	int64		bytes;
+	char		from;
 
+	*source = NULL;
 	if (workload != NULL && workload_caps(workload, &lane))
 		bulkhead_caps_combine(&caps, &lane);
 	if (plan != NULL)
-		bulkhead_memreq_plan(plan, (int) runs_with(&caps, BULKHEAD_CAP_WORK_MEM, work_mem),
-							 runs_with(&caps, BULKHEAD_CAP_HASH_MEM_MULTIPLIER,
-									   hash_mem_multiplier),
-							 &req);
-	else if (utility == NULL ||
-			 !bulkhead_memreq_utility(utility, PROCESS_UTILITY_TOPLEVEL,
-									  (int) runs_with(&caps, BULKHEAD_CAP_MAINTENANCE_WORK_MEM,
-													  maintenance_work_mem),
-									  (int) runs_with(&caps, BULKHEAD_CAP_PARALLEL_MAINTENANCE,
-													  max_parallel_maintenance_workers),
-									  &req))
+	{
+		bytes = bulkhead_memory_request_of(plan,
+										   (int) runs_with(&caps, BULKHEAD_CAP_WORK_MEM, work_mem),
+										   runs_with(&caps, BULKHEAD_CAP_HASH_MEM_MULTIPLIER,
+													 hash_mem_multiplier),
+										   workload ? bulkhead_find_slot(workload) : -1,
+										   &from);
+		if (bytes > 0)
+			*source = from == BULKHEAD_SOURCE_FEEDBACK ? "feedback" :
+				from == BULKHEAD_SOURCE_LIMIT ? "limit" : "estimate";
+		return bytes;
+	}
+	if (utility == NULL ||
+		!bulkhead_memreq_utility(utility, PROCESS_UTILITY_TOPLEVEL,
+								 (int) runs_with(&caps, BULKHEAD_CAP_MAINTENANCE_WORK_MEM,
+												 maintenance_work_mem),
+								 (int) runs_with(&caps, BULKHEAD_CAP_PARALLEL_MAINTENANCE,
+												 max_parallel_maintenance_workers),
+								 &req))
 		return 0;
+	*source = "limit";			/* a utility asks its maintenance_work_mem */
 	return bulkhead_memreq_bytes(&req);
 }
 
@@ -493,6 +522,8 @@ bulkhead_classify_query(PG_FUNCTION_ARGS)
 	PlannedStmt *plan = NULL;
 	Node	   *utility = NULL;
 	BulkheadClassification class;
+	int64		memory;
+	const char *memory_source;
 
 	bulkhead_check_loaded();
 	query = text_to_cstring(PG_GETARG_TEXT_PP(0));
@@ -511,7 +542,7 @@ bulkhead_classify_query(PG_FUNCTION_ARGS)
 	{
 		/* (transaction control, SET, SHOW, ...): no workload */
 		error_context_stack = context.previous;
-		return bulkhead_classification_row(fcinfo, NULL, "none", 0, false, 0);
+		return bulkhead_classification_row(fcinfo, NULL, "none", 0, false, 0, NULL);
 	}
 	if (!ActiveSnapshotSet())
 	{
@@ -525,16 +556,23 @@ bulkhead_classify_query(PG_FUNCTION_ARGS)
 	if (described)
 		lane = bulkhead_lane_of(kind, has_cost, cost, &position);
 	if (lane != NULL)
+	{
+		memory = memory_of(plan, utility, lane, &memory_source);
 		return bulkhead_classification_row(fcinfo, lane, "rule", position, true,
-										   memory_of(plan, utility, lane));
+										   memory, memory_source);
+	}
 	if (transaction_lane(held))
+	{
+		memory = memory_of(plan, utility, held, &memory_source);
 		return bulkhead_classification_row(fcinfo, held, "transaction", 0, false,
-										   memory_of(plan, utility, held));
+										   memory, memory_source);
+	}
 	bulkhead_classify_session(&class);
 	bulkhead_publish_classification(&class);
+	memory = memory_of(plan, utility, class.workload, &memory_source);
 	return bulkhead_classification_row(fcinfo, class.workload,
 									   bulkhead_class_source_name(class.source),
 									   class.position,
 									   class.source == BULKHEAD_CLASS_RULE,
-									   memory_of(plan, utility, class.workload));
+									   memory, memory_source);
 }
