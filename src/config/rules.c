@@ -481,9 +481,9 @@ bulkhead_class_source_name(BulkheadClassSource source)
 }
 
 /*
- * A (workload, source, rule_position[, memory_requested]) row; source
- * NULL: all NULL.  memory_requested (bulkhead_classify(query), 1.4; < 0:
- * NULL) is left out of a 1.3 install's three columns.
+ * A (workload, source, rule_position[, memory_requested, memory_source])
+ * row; source NULL: all NULL.  memory_requested (1.4; < 0: NULL) and
+ * memory_source (1.5) of bulkhead_classify(query) fit older installs' rows.
  */
 Datum
 bulkhead_classification_row(FunctionCallInfo fcinfo, const char *workload,
@@ -506,21 +506,13 @@ bulkhead_classification_row(FunctionCallInfo fcinfo, const char *workload,
 		}
 		values[1] = CStringGetTextDatum(source);
 		nulls[1] = false;
-		if (has_position)
-		{
-			values[2] = Int32GetDatum(position);
-			nulls[2] = false;
-		}
-		if (memory_requested >= 0)
-		{
-			values[3] = Int64GetDatum(memory_requested);
-			nulls[3] = false;
-		}
-		if (memory_source != NULL && tupdesc->natts > 4)
-		{
+		values[2] = Int32GetDatum(position);
+		nulls[2] = !has_position;
+		values[3] = Int64GetDatum(memory_requested);
+		nulls[3] = memory_requested < 0;
+		nulls[4] = memory_source == NULL || tupdesc->natts < 5;
+		if (!nulls[4])
 			values[4] = CStringGetTextDatum(memory_source);
-			nulls[4] = false;
-		}
 	}
 	return HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls));
 }

@@ -6,25 +6,14 @@
  *	  settings, and what the plan's estimates say it will use (memest.c),
  *	  with a margin; and the request these add up to.
  *
- * The limits (1.4's request of each node), per copy:
- *
- *   work_mem                       Sort, Material, WindowAgg, a CTE's store
- *                                  (once per CTE, its store is shared), a
- *                                  table-function scan, each bitmap of a
- *                                  bitmap heap scan, each function of a
- *                                  function scan, each ordered or DISTINCT
- *                                  aggregate per grouping set, each sort of
- *                                  a chain of grouping sets
- *   2 copies of work_mem           Incremental Sort (a full and a prefix
- *                                  sort may both be alive), RecursiveUnion
- *                                  (its working and intermediate tables)
- *   work_mem x hash_mem_multiplier a hash join's table (a Parallel Hash's
- *                                  shared table is sized for all its
- *                                  participants), a hashed or mixed Agg
- *                                  (its grouping sets' tables share one
- *                                  limit), Memoize
- *
- * A node's copies run in each process of its plan: under a Gather, the
+ * The limits (1.4's request of each node), per copy: work_mem for a Sort, a
+ * Material, a WindowAgg, a CTE's store (once per CTE), a table-function
+ * scan, each bitmap of a bitmap heap scan, each function of a function
+ * scan, each ordered or DISTINCT aggregate per grouping set, each sort of a
+ * chain of grouping sets; two copies for an Incremental Sort and a
+ * RecursiveUnion; work_mem x hash_mem_multiplier for a hash join's table, a
+ * hashed or mixed Agg (one for all its grouping sets), a Memoize.  A
+ * node's copies run in each process of its plan: under a Gather, the
  * leader and each planned worker.
  *
  * A node's request is its estimate times BULKHEAD_ESTIMATE_MARGIN, at least
@@ -55,7 +44,6 @@
 #include <math.h>
 
 #include "access/htup_details.h"
-#include "catalog/pg_type_d.h"
 #include "nodes/nodeFuncs.h"
 #include "nodes/parsenodes.h"
 #include "tcop/utility.h"
@@ -467,28 +455,6 @@ walk_list(Walk *w, List *plans, Place place)
 		walk_plan(w, (Plan *) lfirst(lc), place);
 }
 
-/* A Limit's constant count plus offset: the bound of a sort below it */
-static double
-limit_bound(Limit *limit)
-{
-	Const	   *count = (Const *) limit->limitCount;
-	Const	   *offset = (Const *) limit->limitOffset;
-	double		bound;
-
-	if (count == NULL || !IsA(count, Const) || count->constisnull ||
-		count->consttype != INT8OID)
-		return 0;
-	bound = (double) DatumGetInt64(count->constvalue);
-	if (offset != NULL)
-	{
-		if (!IsA(offset, Const) || offset->consttype != INT8OID)
-			return 0;
-		if (!offset->constisnull)
-			bound += (double) DatumGetInt64(offset->constvalue);
-	}
-	return bound > 0 ? bound : 0;
-}
-
 /* A Gather's workers: its own node, whose limit the workers take */
 static Place
 enter_gather(Walk *w, Plan *plan, int workers, Place place)
@@ -523,7 +489,7 @@ walk_plan(Walk *w, Plan *plan, Place place)
 			below = enter_gather(w, plan, ((GatherMerge *) plan)->num_workers, place);
 			break;
 		case T_Limit:
-			below.bound = limit_bound((Limit *) plan);
+			below.bound = bulkhead_memest_limit_bound((Limit *) plan);
 			break;
 		case T_Result:
 			/* a bound passes a projection (as ExecSetTupleBound's does) */
@@ -580,21 +546,6 @@ bulkhead_memreq_build(const PlannedStmt *plan, int work_mem_kb, double hash_mult
 		pfree(w.subplan_seen);
 	bms_free(w.ctes);
 	mp->start_kb = work_mem_kb;
-}
-
-int
-bulkhead_memreq_fit(const BulkheadMemRequest *req, int64 avail)
-{
-	int			floor_kb = req->maintenance ? BULKHEAD_MAINT_FLOOR_KB :
-		BULKHEAD_MEM_FLOOR_KB;
-	double		kb;
-
-	if (req->units <= 0)
-		return req->setting_kb;
-	kb = floor(((double) avail - req->fixed) / 1024.0 / req->units);
-	if (kb >= req->setting_kb)
-		return req->setting_kb;
-	return (int) Max(kb, (double) Min(floor_kb, req->setting_kb));
 }
 
 /*---- max_memory ----*/

@@ -58,13 +58,6 @@ bulkhead_memreq_bytes(const BulkheadMemRequest *req)
 					   (double) (PG_INT64_MAX / 4));
 }
 
-/*
- * The setting (kB) that makes req fit in avail bytes: the largest that
- * does, at most the one it runs with, at least the floor (so a statement
- * that must run in less than it fits can exceed avail by the floor per
- * node, and by its fixed part).
- */
-extern int	bulkhead_memreq_fit(const BulkheadMemRequest *req, int64 avail);
 
 /*
  * The memory nodes of plan run with work_mem at work_mem_kb and

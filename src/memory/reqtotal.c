@@ -114,3 +114,18 @@ bulkhead_reqtotal_assign(BulkheadMemPlan *mp, const BulkheadMemRequest *req, int
 					   Min(BULKHEAD_MEM_FLOOR_KB, mp->start_kb));
 }
 
+
+int
+bulkhead_reqtotal_fit(const BulkheadMemRequest *req, int64 avail)
+{
+	int			floor_kb = req->maintenance ? BULKHEAD_MAINT_FLOOR_KB :
+		BULKHEAD_MEM_FLOOR_KB;
+	double		kb;
+
+	if (req->units <= 0)
+		return req->setting_kb;
+	kb = floor(((double) avail - req->fixed) / 1024.0 / req->units);
+	if (kb >= req->setting_kb)
+		return req->setting_kb;
+	return (int) Max(kb, (double) Min(floor_kb, req->setting_kb));
+}
