@@ -43,7 +43,7 @@ FIXED_LOCALE = --encoding=UTF8 --no-locale
 # pg_regress: sql/<name>.sql against expected/<name>.out
 REGRESS = setup workload_table permits call_shapes failed_statement scopes guards \
 	guard_levels errors stats transparent bad_input privileges rules adaptive \
-	budgets holds lanes memory history statements waitlog importance
+	budgets holds lanes memory memory_use history statements waitlog importance
 REGRESS_OPTS = --temp-instance=./tmp_check_regress $(FIXED_LOCALE) \
 	--temp-config=$(srcdir)/test/regress.conf
 
