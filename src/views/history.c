@@ -348,10 +348,26 @@ bulkhead_history_save(int code, Datum arg)
 		bulkhead_historyfile_save(history);
 }
 
+/*
+ * The intervals saved at the last clean shutdown, each row checked against
+ * what this server can count: its backends, its permit entries, the top of
+ * a histogram, and twice the largest max_memory a memory setting can take
+ * (grants pass a level's max_memory by 64 kB per node of a shrunk
+ * statement only).
+ */
 void
 bulkhead_history_restore(void)
 {
-	bulkhead_historyfile_restore(history);
+	HistoryLimits limits;
+	BulkheadHistogram top;
+
+	memset(&top, 0, sizeof(top));
+	top.count[BULKHEAD_HIST_BUCKETS - 1] = 1;
+	limits.backends = bulkhead_shared->nbackends;
+	limits.permits = bulkhead_shared->nbackends * bulkhead_shared->permits_per_backend;
+	limits.max_p99_us = bulkhead_hist_percentile(&top, 0.99);
+	limits.max_memory = (int64) MAX_KILOBYTES * 1024 * 2;
+	bulkhead_historyfile_restore(history, &limits);
 }
 
 /*---- The view ----*/
