@@ -70,8 +70,9 @@ CREATE OR REPLACE VIEW @extschema@.bulkhead_activity AS
       LEFT JOIN @extschema@.bulkhead_priority_activity() p
              ON p.pid = a.pid AND p.workload = a.workload;
 
--- Per workload per interval of bulkhead_history: the boosts, as its other
--- counts are
+-- Per row of bulkhead_history: the boosts, as its other counts are
+-- (summed per workload and interval: a workload deleted and made again in
+-- an interval has two rows there)
 CREATE FUNCTION @extschema@.bulkhead_history_boosts(
     OUT workload text,
     OUT interval_start timestamptz,
@@ -84,6 +85,9 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 CREATE OR REPLACE VIEW @extschema@.bulkhead_history AS
     SELECT h.*, b.boosts, b.boosts_borrowed
       FROM @extschema@.bulkhead_history() h
-      LEFT JOIN @extschema@.bulkhead_history_boosts() b
+      LEFT JOIN (SELECT workload, interval_start, sum(boosts)::bigint AS boosts,
+                        sum(boosts_borrowed)::bigint AS boosts_borrowed
+                   FROM @extschema@.bulkhead_history_boosts()
+                  GROUP BY workload, interval_start) b
              ON b.workload = h.workload AND b.interval_start = h.interval_start
      ORDER BY h.interval_start, h.workload;

@@ -547,8 +547,9 @@ RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'bulkhead_history'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
--- 1.5: per workload per interval of bulkhead_history: the boosts, as its
--- other counts are
+-- 1.5: per row of bulkhead_history: the boosts, as its other counts are
+-- (summed per workload and interval: a workload deleted and made again in
+-- an interval has two rows there)
 CREATE FUNCTION @extschema@.bulkhead_history_boosts(
     OUT workload text,
     OUT interval_start timestamptz,
@@ -561,7 +562,10 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 CREATE VIEW @extschema@.bulkhead_history AS
     SELECT h.*, b.boosts, b.boosts_borrowed
       FROM @extschema@.bulkhead_history() h
-      LEFT JOIN @extschema@.bulkhead_history_boosts() b
+      LEFT JOIN (SELECT workload, interval_start, sum(boosts)::bigint AS boosts,
+                        sum(boosts_borrowed)::bigint AS boosts_borrowed
+                   FROM @extschema@.bulkhead_history_boosts()
+                  GROUP BY workload, interval_start) b
              ON b.workload = h.workload AND b.interval_start = h.interval_start
      ORDER BY h.interval_start, h.workload;
 
