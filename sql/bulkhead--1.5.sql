@@ -571,8 +571,11 @@ CREATE VIEW @extschema@.bulkhead_history AS
 
 -- bulkhead_statements: what admission did per (queryid, workload), while
 -- bulkhead.track_statements is on; join pg_stat_statements on queryid for
--- the text.
-CREATE FUNCTION @extschema@.bulkhead_statements(
+-- the text.  1.5: per role (userid) and database (dbid) that ran the
+-- statement too, appended; a role sees the queryid and the memory figures
+-- of its own roles' rows only (all of them with pg_read_all_stats), NULL
+-- in the others, as pg_stat_statements hides another role's queryid.
+CREATE FUNCTION @extschema@.bulkhead_statements_by_role(
     OUT queryid bigint,
     OUT workload text,
     OUT calls bigint,
@@ -583,13 +586,15 @@ CREATE FUNCTION @extschema@.bulkhead_statements(
     OUT timed_out bigint,
     OUT moved_in bigint,
     OUT max_memory_requested bigint,
-    OUT shrunk bigint)
+    OUT shrunk bigint,
+    OUT userid oid,
+    OUT dbid oid)
 RETURNS SETOF record
-AS 'MODULE_PATHNAME', 'bulkhead_statements'
+AS 'MODULE_PATHNAME', 'bulkhead_statements_by_role'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 CREATE VIEW @extschema@.bulkhead_statements AS
-    SELECT * FROM @extschema@.bulkhead_statements();
+    SELECT * FROM @extschema@.bulkhead_statements_by_role();
 
 CREATE FUNCTION @extschema@.bulkhead_statements_reset()
 RETURNS void

@@ -2,14 +2,17 @@
  *
  * statements.c
  *	  bulkhead_statements (1.4): what admission did to each statement, per
- *	  (queryid, workload), and bulkhead_statements_reset().
+ *	  (queryid, workload), and bulkhead_statements_reset().  From 1.5 an
+ *	  entry is kept per role and database that ran the statement too (the
+ *	  view shows a role only the queryids and requests of its own roles'
+ *	  entries: statementsview.c).
  *
  * The queryid is the client's top-level statement's, as
  * pg_stat_activity.query_id shows it (pgstat_get_my_query_id): computed by
  * PostgreSQL when compute_query_id is on, or auto with a module that asks
  * for it (pg_stat_statements), and reported while track_activities is on.
  * A statement without one (0) is not counted.  No text is kept: the view
- * joins pg_stat_statements on queryid.
+ * joins pg_stat_statements on (queryid, userid, dbid).
  *
  * What is counted, while bulkhead.track_statements is on:
  * - calls: a top-level statement starts holding a permit of the workload
@@ -121,8 +124,10 @@ key_hash(const void *key, Size keysize)
 {
 	const StatementKey *k = key;
 
-	return hash_combine(hash_bytes_uint32((uint32) k->queryid) ^
-						(uint32) ((uint64) k->queryid >> 32), k->name_hash);
+	return hash_combine(hash_combine(hash_bytes_uint32((uint32) k->queryid) ^
+									 (uint32) ((uint64) k->queryid >> 32),
+									 hash_bytes_uint32(k->userid) ^ k->dbid),
+						k->name_hash);
 }
 
 /*---- Settings and shared memory ----*/
@@ -258,12 +263,25 @@ add_counts(StatementEntry *e, const StatementCounts *c)
 	e->counts.shrunk += c->shrunk;
 }
 
+/*
+ * The role and database of the statement: the outer role (a SECURITY
+ * DEFINER function the statement calls does not change it), as the
+ * queryid is the client's top-level statement's, which that role ran.
+ */
+static void
+key_set_user(StatementKey *key)
+{
+	key->userid = GetOuterUserId();
+	key->dbid = MyDatabaseId;
+}
+
 /* The key of (queryid, workload): zero-padded, with the name's hash */
 static void
 make_key(StatementKey *key, int64 queryid, const char *workload)
 {
 	memset(key, 0, sizeof(StatementKey));
 	key->queryid = queryid;
+	key_set_user(key);
 	strlcpy(key->workload, workload, NAMEDATALEN);
 	key->name_hash = name_hash(key->workload);
 }
@@ -378,6 +396,7 @@ bulkhead_statements_count_call_slow(void)
 			!held_key(entry, held))
 			continue;
 		held->key.queryid = queryid;
+		key_set_user(&held->key);	/* a SET ROLE keeps the grant */
 		count(&held->key, &one_call);
 	}
 }
@@ -444,12 +463,16 @@ bulkhead_statements_note_memory(int slotno, int64 requested, bool shrunk)
 
 /*---- The view's reads and the reset ----*/
 
-/* The order of keys the view reads in: queryid, then workload */
+/* The order of keys the view reads in: queryid, role, database, workload */
 static int
 key_cmp(const StatementKey *a, const StatementKey *b)
 {
 	if (a->queryid != b->queryid)
 		return a->queryid < b->queryid ? -1 : 1;
+	if (a->userid != b->userid)
+		return a->userid < b->userid ? -1 : 1;
+	if (a->dbid != b->dbid)
+		return a->dbid < b->dbid ? -1 : 1;
 	return strcmp(a->workload, b->workload);
 }
 

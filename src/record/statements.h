@@ -2,7 +2,8 @@
  *
  * statements.h
  *	  bulkhead_statements (1.4): what admission did, per (queryid,
- *	  workload), in a fixed-size shared table (statements.c).
+ *	  workload, and from 1.5 the role and database that ran it), in a
+ *	  fixed-size shared table (statements.c).
  *
  * Shared state and its locks
  * --------------------------
@@ -39,6 +40,8 @@
 typedef struct BulkheadStatementKey
 {
 	int64		queryid;
+	Oid			userid;			/* 1.5: the role that ran the statement */
+	Oid			dbid;			/* 1.5: in this database */
 	uint32		name_hash;		/* of workload */
 	char		workload[NAMEDATALEN];
 } BulkheadStatementKey;
