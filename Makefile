@@ -14,7 +14,7 @@ OBJS = \
 	src/shmem/shmem.o src/shmem/stats.o \
 	src/acl/disclose.o \
 	src/workload/admit.o src/workload/blockers.o src/workload/budget.o src/workload/importance.o src/workload/keys.o src/workload/rank.o src/workload/slot.o src/workload/slotstats.o src/workload/statsfile.o \
-	src/record/statements.o src/record/waitlog.o \
+	src/record/statements.o src/record/statementsview.o src/record/waitlog.o \
 	src/deadlock/deadlock.o src/deadlock/deadlockfree.o src/deadlock/lockholder.o src/deadlock/waitgraph.o \
 	src/guards/caps.o src/guards/capsparse.o src/guards/guard.o \
 	src/permit/local.o src/permit/movedpermit.o src/permit/permit.o src/permit/permitfuncs.o src/permit/permitwait.o \
