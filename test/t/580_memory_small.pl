@@ -15,7 +15,7 @@
 #  3. bulkhead.small_memory_request = 0 (reload) turns it off: a small
 #     request waits behind the large one again.
 #
-# Workload mem_s: max_memory 2MB, memory_timeout 3s.  A large request: a
+# Workload mem_s: max_memory 2MB, memory_timeout 5s (then 60s).  A large request: a
 # cursor over a sorted function scan of a million rows at work_mem 1MB (two
 # nodes: 2 MB); a small one: a query over generate_series at work_mem
 # 256kB (256 kB, under the default threshold of 1MB).
@@ -35,7 +35,7 @@ my $node = bulkhead_node('memory_small',
 $node->safe_psql('postgres', q{
 	INSERT INTO bulkhead_workload (name, max_running, max_queued, queue_timeout,
 	                               max_memory, memory_timeout)
-	VALUES ('mem_s', 8, 8, '300s', '2MB', '3s');
+	VALUES ('mem_s', 8, 8, '300s', '2MB', '5s');
 });
 wait_loaded($node, 'mem_s', 8);
 
@@ -89,12 +89,12 @@ sub in_workload
 	sql($anchor, 'DECLARE ca CURSOR FOR SELECT g FROM generate_series(1, 1000000) g');
 	is(mem(), '262144/0/0/0', 'a small cursor holds 256 kB of mem_s');
 
+	my @stream = map { [ in_workload('256kB') ] } 1 .. 2;
 	my ($l, $lpid) = in_workload('1MB');
 	my $t0 = time();
 	send_async($l, "$large;");
 	ok(waiting_for_memory(1), 'the large request (2 MB) waits: 256 kB are in use');
 
-	my @stream = map { [ in_workload('256kB') ] } 1 .. 2;
 	my $loop = "DO \$\$ BEGIN FOR i IN 1..8 LOOP PERFORM count(*) FROM"
 	  . " (SELECT pg_sleep(0.05) FROM generate_series(1, 2)) s; END LOOP; END \$\$;";
 	send_async($_->[0], $loop) for @stream;
@@ -104,7 +104,7 @@ sub in_workload
 		is($err, '', 'a session ran eight small queries, one after another');
 	}
 	my $streamed = time() - $t0;
-	ok($streamed < 3, "the stream ended before the large one's memory_timeout ("
+	ok($streamed < 5, "the stream ended before the large one's memory_timeout ("
 		  . sprintf('%.1f s', $streamed) . ')');
 	is(state_of($lpid), 'waiting for memory', 'the large request still waits');
 	like(mem(), qr{^\d+/1/1/0$}, 'the small requests were granted at once: only the large one waits');
@@ -112,8 +112,8 @@ sub in_workload
 	my ($out, $err) = finish_async($l);
 	my $waited = time() - $t0;
 	is($err, '', 'the large request runs at its memory_timeout, never an error');
-	ok($waited >= 2.9 && $waited < 10,
-		'its wait ended at its memory_timeout (3 s): ' . sprintf('%.1f s', $waited));
+	ok($waited >= 4.9 && $waited < 15,
+		'its wait ended at its memory_timeout (5 s): ' . sprintf('%.1f s', $waited));
 	is(sql($l, 'FETCH 1 FROM cl'), '1000000|896kB',
 		'shrunk to what was free then (1792 kB: work_mem 896kB for its two nodes)');
 	is(mem(), '2097152/0/1/1', 'counted as one wait, shrunk');
