@@ -52,7 +52,7 @@ ISOLATION = reject_full wait_timeout handoff cancel_waiter limit_raise \
 	xact_release session_kept shadow transparent_queue \
 	deadlock_cycles deadlock_transparent blocking_pids pause \
 	budget_borrow budget_least_served budget_no_credit budget_no_preempt \
-	budget_reparent budget_levels lane_move memory_wait memory_priority \
+	budget_reparent budget_levels lane_move memory_wait memory_priority memory_small \
 	priority_importance priority_aging priority_lock_holder
 ISOLATION_OPTS = --inputdir=$(srcdir)/test $(FIXED_LOCALE) \
 	--temp-instance=./tmp_check_iso \

@@ -29,6 +29,7 @@
 #include "record/waitlog.h"
 #include "worker/worker.h"
 #include "memory/grantstate.h"
+#include "memory/grantqueue.h"
 
 #include "fmgr.h"
 #include "miscadmin.h"
@@ -98,6 +99,7 @@ _PG_init(void)
 	bulkhead_rules_init();
 	bulkhead_importance_init();
 	bulkhead_grants_init();
+	bulkhead_grants_queue_init();
 	bulkhead_history_init();
 	bulkhead_statements_init();
 	bulkhead_waitlog_init();
