@@ -13,7 +13,7 @@
 -- The tables are small enough for ANALYZE to read every row, so the
 -- planner's estimates (and these figures) are the same on 15 to 19.
 --
-SET bulkhead.memory_request = use;
+SET bulkhead.memory_request = 'use';
 SET work_mem = '64MB';
 SET hash_mem_multiplier = 2;
 SET max_parallel_workers_per_gather = 0;
@@ -86,13 +86,13 @@ RESET work_mem;
 
 -- where it comes from; as 1.4 at bulkhead.memory_request = limit
 SELECT memory_requested, memory_source FROM bulkhead_classify('SELECT * FROM use_t ORDER BY b');
-SET bulkhead.memory_request = limit;
+SET bulkhead.memory_request = 'limit';
 SELECT memory_requested, memory_source FROM bulkhead_classify('SELECT * FROM use_t ORDER BY b');
 RESET bulkhead.memory_request;
 -- a plain role may not choose what memory nodes request
 CREATE ROLE use_plain;
 SET ROLE use_plain;
-SET bulkhead.memory_request = limit;
+SET bulkhead.memory_request = 'limit';
 \echo :LAST_ERROR_SQLSTATE
 RESET ROLE;
 DROP ROLE use_plain;
