@@ -254,6 +254,7 @@ grant(const void *owner, bool utility, int slotno, const BulkheadMemRequest *req
 	if (h->plan != NULL)
 	{
 		h->start_pins.value[cap_a] = Min(h->pins.value[cap_a], h->plan->start_kb);
+		h->start_pins.value[cap_b] = 1.0;	/* (start limits: start_kb, or patched) */
 		h->plan->requested = h->requested;
 		h->plan->granted = h->granted ? h->grant.bytes : 0;
 		h->plan->wait_us = outcome.queued ? outcome.wait_us : 0;
