@@ -239,11 +239,19 @@ bulkhead_feedback_apply(BulkheadMemPlan *plan)
 	BulkheadFeedbackKey key;
 	BulkheadFeedbackNotes *notes;
 
-	if (fb == NULL || !make_key(plan, &key))
+	bool		keyed;
+
+	if (fb == NULL)
 		return;
+	keyed = make_key(plan, &key);
+	/* kept for its end (a key of queryid 0 is never taken from the cache) */
 	recent[recent_next].plan = plan;
 	recent[recent_next].key = key;
+	if (!keyed)
+		recent[recent_next].key.queryid = 0;
 	recent_next = (recent_next + 1) % RECENT_KEYS;
+	if (!keyed)
+		return;
 
 	LWLockAcquire(fb->lock, LW_SHARED);
 	notes = hash_search(table, &key, HASH_FIND, NULL);
