@@ -111,12 +111,6 @@ _PG_init(void)
 	bulkhead_cpus_init();
 
 #if PG_VERSION_NUM >= 150000
-	MarkGUCPrefixReserved("bulkhead");
-#else
-	EmitWarningsOnPlaceholders("bulkhead");
-#endif
-
-#if PG_VERSION_NUM >= 150000
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = bulkhead_shmem_request_hook;
 #else
@@ -134,4 +128,15 @@ _PG_init(void)
 	bulkhead_register_worker();
 	bulkhead_local_init();
 	bulkhead_hooks_init();
+
+	/*
+	 * Last: the settings the inits above define (bulkhead_hooks_init's
+	 * bulkhead.memory_request among them) keep their postgresql.conf values;
+	 * a placeholder left when the prefix is reserved is removed
+	 */
+#if PG_VERSION_NUM >= 150000
+	MarkGUCPrefixReserved("bulkhead");
+#else
+	EmitWarningsOnPlaceholders("bulkhead");
+#endif
 }
