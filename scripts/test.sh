@@ -103,6 +103,8 @@ TAP_MIDDLE_VERSIONS=(001_fifo 004_restart 005_worker_restart 006_standby
     180_max_hold 210_lane_settings 211_lane_prepared 212_lane_move_faults
     215_lane_review 216_lane_move_keys_full 221_memory_grants 222_caps_frame
     500_priority_permits 545_memory_priority 560_importance
+    570_statements_privileges 571_views_bounded 572_history_file_rows
+    580_memory_small 590_memory_bound
     600_feedback_underestimate 601_feedback_overgrant 602_feedback_swing
     603_feedback_restart 604_feedback_damaged_file 605_feedback_privacy
     606_feedback_unrequested)

@@ -29,6 +29,8 @@
 #include "record/waitlog.h"
 #include "worker/worker.h"
 #include "memory/grantstate.h"
+#include "memory/grantqueue.h"
+#include "memory/memory.h"
 #include "memory/feedback.h"
 
 #include "fmgr.h"
@@ -103,12 +105,20 @@ _PG_init(void)
 	bulkhead_rules_init();
 	bulkhead_importance_init();
 	bulkhead_grants_init();
+	bulkhead_grants_queue_init();
+	bulkhead_memory_settings_init();
 	bulkhead_history_init();
 	bulkhead_statements_init();
 	bulkhead_waitlog_init();
 	bulkhead_feedback_init();
 	bulkhead_adaptive_init();
 	bulkhead_cpus_init();
+
+#if PG_VERSION_NUM >= 150000
+	MarkGUCPrefixReserved("bulkhead");
+#else
+	EmitWarningsOnPlaceholders("bulkhead");
+#endif
 
 #if PG_VERSION_NUM >= 150000
 	prev_shmem_request_hook = shmem_request_hook;
@@ -128,15 +138,4 @@ _PG_init(void)
 	bulkhead_register_worker();
 	bulkhead_local_init();
 	bulkhead_hooks_init();
-
-	/*
-	 * Last: the settings the inits above define (bulkhead_hooks_init's
-	 * bulkhead.memory_request among them) keep their postgresql.conf values;
-	 * a placeholder left when the prefix is reserved is removed
-	 */
-#if PG_VERSION_NUM >= 150000
-	MarkGUCPrefixReserved("bulkhead");
-#else
-	EmitWarningsOnPlaceholders("bulkhead");
-#endif
 }
