@@ -29,6 +29,7 @@
 #include "record/waitlog.h"
 #include "worker/worker.h"
 #include "memory/grantstate.h"
+#include "views/explainopt.h"
 
 #include "fmgr.h"
 #include "miscadmin.h"
@@ -127,4 +128,5 @@ _PG_init(void)
 	bulkhead_register_worker();
 	bulkhead_local_init();
 	bulkhead_hooks_init();
+	bulkhead_explain_init();
 }

@@ -165,8 +165,8 @@ make_room(void)
  * The workload a statement is charged to: the automatic permit's, where it
  * is now; else the permit taken last; -1 without any.
  */
-static int
-charged_slot(void)
+int
+bulkhead_memory_charged_slot(void)
 {
 	TimestampTz latest = 0;
 	int			chosen = -1;
@@ -300,7 +300,7 @@ bulkhead_memory_start(QueryDesc *queryDesc, int eflags)
 	if (likely(!bulkhead_grants_active()) || !chargeable() ||
 		(eflags & EXEC_FLAG_EXPLAIN_ONLY))
 		return NULL;
-	slotno = charged_slot();
+	slotno = bulkhead_memory_charged_slot();
 	if (!bulkhead_grants_limited(slotno))
 		return NULL;
 	asked_settings(&wm, &hm);
@@ -369,6 +369,21 @@ bulkhead_memory_plan_of(const PlannedStmt *stmt)
 	return NULL;
 }
 
+const BulkheadMemPlan *
+bulkhead_memory_read_peaks(const PlannedStmt *stmt)
+{
+	int			i;
+
+	for (i = bulkhead_memory_nheld - 1; i >= 0; i--)
+		if (held[i].plan != NULL && !held[i].utility && held[i].started &&
+			((const QueryDesc *) held[i].owner)->plannedstmt == stmt)
+		{
+			bulkhead_nodepeak_read((QueryDesc *) held[i].owner, held[i].plan);
+			return held[i].plan;
+		}
+	return NULL;
+}
+
 const BulkheadCaps *
 bulkhead_memory_pins_slow(QueryDesc *queryDesc)
 {
@@ -408,7 +423,7 @@ bulkhead_memory_utility_start(Node *stmt, int context)
 
 	if (likely(!bulkhead_grants_active()) || !chargeable())
 		return NULL;
-	slotno = charged_slot();
+	slotno = bulkhead_memory_charged_slot();
 	if (!bulkhead_grants_limited(slotno) ||
 		!bulkhead_memreq_utility(stmt, context, maintenance_work_mem,
 								 max_parallel_maintenance_workers, &req))

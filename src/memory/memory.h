@@ -54,6 +54,18 @@ extern void bulkhead_memory_ending(struct QueryDesc *queryDesc);
 struct PlannedStmt;
 extern const struct BulkheadMemPlan *bulkhead_memory_plan_of(const struct PlannedStmt *stmt);
 
+/*
+ * The same, with what its nodes used so far read now (nodepeak.c): EXPLAIN
+ * ANALYZE prints its plan after the run, before its executor ends.
+ */
+extern const struct BulkheadMemPlan *bulkhead_memory_read_peaks(const struct PlannedStmt *stmt);
+
+/*
+ * The workload a statement started now is charged to (its slot index): the
+ * transaction's automatic permit's, else the permit taken last; -1: none.
+ */
+extern int	bulkhead_memory_charged_slot(void);
+
 /* A phase of queryDesc's executor returned normally */
 extern void bulkhead_memory_phase_done(struct QueryDesc *queryDesc);
 
