@@ -93,7 +93,8 @@ done
 # integer setting's reset value: 151 failed there, regress did not), and
 # the lanes of 1.3 (the planner's and the executor's hooks, portals and
 # cached plans, the settings' nesting levels, the utilities), and the
-# priorities of 1.5 (the lock manager's structures differ from 15 to 16).  The
+# priorities of 1.5 (the lock manager's structures differ from 15 to 16),
+# and EXPLAIN's option (18 and later; 19 registers it with a GUC check).  The
 # same files try a release candidate (19), whose #if blocks are few as
 # well.  Everything else runs on the first and the last released versions
 # (about 100 s less per run).
@@ -102,7 +103,8 @@ TAP_MIDDLE_VERSIONS=(001_fifo 004_restart 005_worker_restart 006_standby
     080_upgrade 132_adaptive_cgroup 150_utility_gate 151_guard_reload
     180_max_hold 210_lane_settings 211_lane_prepared 212_lane_move_faults
     215_lane_review 216_lane_move_keys_full 221_memory_grants 222_caps_frame
-    500_priority_permits 545_memory_priority 560_importance)
+    500_priority_permits 545_memory_priority 560_importance
+    610_explain_option)
 # The TAP files that drive Debian 12's prometheus-postgres-exporter (0.11)
 # and Prometheus (2.42), for which monitoring/ is written: a chroot version
 # (scripts/postgres.sh) has neither (sid's take other flags), and runs every
