@@ -6,7 +6,8 @@
  *	  holds, and the values each runs with (memory.c).
  *
  * Owns backend-local state only (the grants this backend holds); the
- * shared counters are grants.c's.  Called by hooks.c, lanes.c and
+ * shared counters are grants.c's.  Called by hooks.c, lanes.c,
+ * explainopt.c (EXPLAIN: a running statement's nodes and grant) and
  * bulkhead.c (init); calls grants.c, memreq.c, local.c (the workload a
  * statement is charged to) and caps.c.
  *
