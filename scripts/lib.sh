@@ -40,8 +40,10 @@ bh_require_root() {
 # directories): the second waits for the first.  The lock is held on file
 # descriptor 9 until the script exits.  A caller that holds it already (fd 9
 # open on the lock file, inherited) passes it on: flock on the same open
-# file is granted at once.
-BH_INSTALL_LOCK=/tmp/bulkhead-test.lock
+# file is granted at once.  Runs that install into servers of their own
+# (BULKHEAD_PG_CONFIG_<major>, scripts/postgres.sh) may each name a lock of
+# their own in BULKHEAD_TEST_LOCK and run side by side.
+BH_INSTALL_LOCK=${BULKHEAD_TEST_LOCK:-/tmp/bulkhead-test.lock}
 bh_lock_installs() {
     [ "$(readlink /proc/$$/fd/9 2>/dev/null)" = "$BH_INSTALL_LOCK" ] ||
         exec 9>"$BH_INSTALL_LOCK"

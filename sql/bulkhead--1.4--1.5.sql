@@ -87,3 +87,17 @@ CREATE OR REPLACE VIEW @extschema@.bulkhead_history AS
       LEFT JOIN @extschema@.bulkhead_history_boosts() b
              ON b.workload = h.workload AND b.interval_start = h.interval_start
      ORDER BY h.interval_start, h.workload;
+
+-- Issue 47: bulkhead_classify(query) gains memory_source, where its
+-- memory_requested comes from: 'estimate', 'feedback' or 'limit'.
+DROP FUNCTION @extschema@.bulkhead_classify(text);
+CREATE FUNCTION @extschema@.bulkhead_classify(
+    query text,
+    OUT workload text,
+    OUT source text,
+    OUT rule_position integer,
+    OUT memory_requested bigint,
+    OUT memory_source text)
+RETURNS record
+AS 'MODULE_PATHNAME', 'bulkhead_classify_query'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;

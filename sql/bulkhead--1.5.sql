@@ -491,7 +491,9 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 -- it were query, and why (inside a transaction block that holds its
 -- automatic permit, a query no statement rule matches stays there: source
 -- 'transaction'), and (1.4) the memory it would request (bytes): the
--- query is planned, not run.
+-- query is planned, not run; (1.5) where that request comes from:
+-- 'estimate' (the plan's estimates), 'feedback' (what earlier runs of the
+-- query in that workload used), 'limit' (the most its nodes may use).
 -- STRICT, as bulkhead_classify(pid): bulkhead_classify(NULL), which may
 -- mean either, answers a row of NULLs.
 CREATE FUNCTION @extschema@.bulkhead_classify(
@@ -499,7 +501,8 @@ CREATE FUNCTION @extschema@.bulkhead_classify(
     OUT workload text,
     OUT source text,
     OUT rule_position integer,
-    OUT memory_requested bigint)
+    OUT memory_requested bigint,
+    OUT memory_source text)
 RETURNS record
 AS 'MODULE_PATHNAME', 'bulkhead_classify_query'
 LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;

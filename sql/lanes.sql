@@ -102,6 +102,14 @@ SELECT * FROM bulkhead_classify('SELECT count(*) FROM generate_series(1, 1000000
 SELECT * FROM bulkhead_classify('CREATE INDEX ON lane_t (id)');
 SELECT * FROM bulkhead_classify('INSERT INTO lane_t VALUES (1)');
 SELECT * FROM bulkhead_classify('SELECT * FROM lane_t WHERE id = $1');
+-- DECLARE and COPY (query) TO match as their query: by its kind and cost
+SELECT * FROM bulkhead_classify('DECLARE c CURSOR FOR SELECT 1');
+SELECT * FROM bulkhead_classify('DECLARE c CURSOR FOR SELECT count(*) FROM generate_series(1, 10000000)');
+SELECT * FROM bulkhead_classify('DECLARE c SCROLL CURSOR WITH HOLD FOR SELECT count(*) FROM generate_series(1, 10000000)');
+SELECT * FROM bulkhead_classify('COPY (SELECT 1) TO STDOUT');
+SELECT * FROM bulkhead_classify('COPY (SELECT count(*) FROM generate_series(1, 10000000)) TO STDOUT');
+SELECT * FROM bulkhead_classify('COPY (INSERT INTO lane_t VALUES (1) RETURNING id) TO STDOUT');
+SELECT * FROM bulkhead_classify('COPY lane_t TO STDOUT');
 -- EXPLAIN matches nothing; EXPLAIN ANALYZE what it runs
 SELECT * FROM bulkhead_classify('EXPLAIN SELECT count(*) FROM generate_series(1, 10000000)');
 SELECT * FROM bulkhead_classify('EXPLAIN (ANALYZE) SELECT count(*) FROM generate_series(1, 10000000)');

@@ -37,6 +37,19 @@ SELECT workload, max_memory, memory_granted, memory_waiting, memory_waits,
 DELETE FROM bulkhead_workload WHERE name LIKE 'mem_%';
 -- the server's level: off (bulkhead.max_memory = -1)
 SELECT max_memory, memory_waiting, memory_waits, memory_shrunk FROM bulkhead_memory;
+-- bulkhead.max_memory takes -1 (off) or at least 64 kB, as a workload's
+-- max_memory does: 0 is not "off" (it would shrink every statement to its
+-- floors), so 0, 1 kB and 63 kB are refused (22023, a hint naming -1)
+ALTER SYSTEM SET bulkhead.max_memory = 0;
+\echo :LAST_ERROR_SQLSTATE
+ALTER SYSTEM SET bulkhead.max_memory = '1kB';
+\echo :LAST_ERROR_SQLSTATE
+ALTER SYSTEM SET bulkhead.max_memory = '63kB';
+\echo :LAST_ERROR_SQLSTATE
+ALTER SYSTEM SET bulkhead.max_memory = -1;
+ALTER SYSTEM SET bulkhead.max_memory = '64kB';
+ALTER SYSTEM SET bulkhead.max_memory = '1GB';
+ALTER SYSTEM RESET bulkhead.max_memory;
 
 -- What a statement requests: bulkhead_classify(query).memory_requested,
 -- in bytes and MB, with work_mem = 1MB (1048576 bytes) and
@@ -216,6 +229,34 @@ SELECT * FROM pg_temp.req('EXPLAIN (ANALYZE) SELECT * FROM mem_t ORDER BY b');
 -- the values are those the statement runs with: work_mem 4MB, 4
 SET work_mem = '4MB';
 SELECT * FROM pg_temp.req('SELECT * FROM mem_t ORDER BY b');
+-- DECLARE and COPY (query) TO request what their query requests, planned
+-- as they plan it: the same as the query alone (cursor_tuple_fraction = 1:
+-- a cursor's plan is then the one a plain statement gets); a SCROLL cursor
+-- over a plan that cannot run backwards adds a Materialize on top, 4 more
+SET cursor_tuple_fraction = 1;
+CREATE FUNCTION pg_temp.same(query text, stmt text)
+RETURNS TABLE (same_memory boolean, memory_added numeric)
+LANGUAGE sql AS $f$
+  SELECT s.memory_requested = q.memory_requested,
+         round((s.memory_requested - q.memory_requested) / 1048576.0, 4)
+    FROM bulkhead_classify(query) q, bulkhead_classify(stmt) s
+$f$;
+SELECT * FROM pg_temp.same('SELECT * FROM mem_t ORDER BY b',
+                           'DECLARE c CURSOR FOR SELECT * FROM mem_t ORDER BY b');
+SELECT * FROM pg_temp.same('SELECT b, count(*) FROM mem_t GROUP BY b',
+                           'DECLARE c NO SCROLL CURSOR WITH HOLD FOR SELECT b, count(*) FROM mem_t GROUP BY b');
+SELECT * FROM pg_temp.same('SELECT b, count(*) FROM mem_t GROUP BY b',
+                           'DECLARE c SCROLL CURSOR FOR SELECT b, count(*) FROM mem_t GROUP BY b');
+SELECT * FROM pg_temp.same('SELECT * FROM mem_t ORDER BY b',
+                           'COPY (SELECT * FROM mem_t ORDER BY b) TO STDOUT');
+SELECT * FROM pg_temp.same('SELECT b, count(*) FROM mem_t GROUP BY b',
+                           'COPY (SELECT b, count(*) FROM mem_t GROUP BY b) TO STDOUT (FORMAT csv)');
+SELECT * FROM pg_temp.same('EXPLAIN (ANALYZE) SELECT * FROM mem_t ORDER BY b',
+                           'EXPLAIN (ANALYZE) DECLARE c CURSOR FOR SELECT * FROM mem_t ORDER BY b');
+-- a COPY of a table requests nothing
+SELECT * FROM pg_temp.req('COPY mem_t TO STDOUT');
+DROP FUNCTION pg_temp.same(text, text);
+RESET cursor_tuple_fraction;
 RESET work_mem;
 RESET hash_mem_multiplier;
 RESET maintenance_work_mem;
@@ -239,6 +280,11 @@ SET bulkhead.exempt_superuser = off;
 SET ROLE regress_bh_mem;
 SELECT bh_wait($$(SELECT workload FROM bulkhead_classify('SELECT 1')) = 'mem_lane'$$);
 SELECT workload, source, memory_requested FROM bulkhead_classify('SELECT * FROM mem_t ORDER BY b');
+-- a cursor's query and COPY's are SELECTs of that lane
+SELECT workload, source, memory_requested
+  FROM bulkhead_classify('DECLARE c CURSOR FOR SELECT * FROM mem_t ORDER BY b');
+SELECT workload, source, memory_requested
+  FROM bulkhead_classify('COPY (SELECT * FROM mem_t ORDER BY b) TO STDOUT');
 RESET ROLE;
 RESET bulkhead.exempt_superuser;
 

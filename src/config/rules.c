@@ -481,18 +481,18 @@ bulkhead_class_source_name(BulkheadClassSource source)
 }
 
 /*
- * A (workload, source, rule_position[, memory_requested]) row; source
- * NULL: all NULL.  memory_requested (bulkhead_classify(query), 1.4; < 0:
- * NULL) is left out of a 1.3 install's three columns.
+ * A (workload, source, rule_position[, memory_requested, memory_source])
+ * row; source NULL: all NULL.  memory_requested (1.4; < 0: NULL) and
+ * memory_source (1.5) of bulkhead_classify(query) fit older installs' rows.
  */
 Datum
 bulkhead_classification_row(FunctionCallInfo fcinfo, const char *workload,
 							const char *source, int32 position, bool has_position,
-							int64 memory_requested)
+							int64 memory_requested, const char *memory_source)
 {
 	TupleDesc	tupdesc;
-	Datum		values[4];
-	bool		nulls[4] = {true, true, true, true};
+	Datum		values[5];
+	bool		nulls[5] = {true, true, true, true, true};
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
@@ -506,16 +506,13 @@ bulkhead_classification_row(FunctionCallInfo fcinfo, const char *workload,
 		}
 		values[1] = CStringGetTextDatum(source);
 		nulls[1] = false;
-		if (has_position)
-		{
-			values[2] = Int32GetDatum(position);
-			nulls[2] = false;
-		}
-		if (memory_requested >= 0)
-		{
-			values[3] = Int64GetDatum(memory_requested);
-			nulls[3] = false;
-		}
+		values[2] = Int32GetDatum(position);
+		nulls[2] = !has_position;
+		values[3] = Int64GetDatum(memory_requested);
+		nulls[3] = memory_requested < 0;
+		nulls[4] = memory_source == NULL || tupdesc->natts < 5;
+		if (!nulls[4])
+			values[4] = CStringGetTextDatum(memory_source);
 	}
 	return HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls));
 }
@@ -531,7 +528,7 @@ bulkhead_classify(PG_FUNCTION_ARGS)
 	bulkhead_publish_classification(&class);
 	return bulkhead_classification_row(fcinfo, class.workload, bulkhead_class_source_name(class.source),
 							  class.position,
-							  class.source == BULKHEAD_CLASS_RULE, -1);
+							  class.source == BULKHEAD_CLASS_RULE, -1, NULL);
 }
 
 /*
@@ -562,7 +559,7 @@ bulkhead_classify_pid(PG_FUNCTION_ARGS)
 	proc = BackendPidGetProc(pid);
 	procno = proc ? BULKHEAD_PROCNO(proc) : -1;
 	if (procno < 0 || procno >= bulkhead_rules->nrecords)
-		return bulkhead_classification_row(fcinfo, NULL, NULL, 0, false, -1);
+		return bulkhead_classification_row(fcinfo, NULL, NULL, 0, false, -1, NULL);
 
 	record = &bulkhead_rules->records[procno];
 	for (;;)
@@ -584,10 +581,10 @@ bulkhead_classify_pid(PG_FUNCTION_ARGS)
 	workload[NAMEDATALEN - 1] = '\0';
 
 	if (record_pid != pid)
-		return bulkhead_classification_row(fcinfo, NULL, NULL, 0, false, -1);
+		return bulkhead_classification_row(fcinfo, NULL, NULL, 0, false, -1, NULL);
 	return bulkhead_classification_row(fcinfo, workload,
 									   bulkhead_class_source_name((BulkheadClassSource) source),
-									   position, source == BULKHEAD_CLASS_RULE, -1);
+									   position, source == BULKHEAD_CLASS_RULE, -1, NULL);
 }
 
 /* How many rule evaluations all backends have made since the start */

@@ -170,7 +170,8 @@ extern Datum bulkhead_classification_row(FunctionCallInfo fcinfo,
 										 const char *workload,
 										 const char *source, int32 position,
 										 bool has_position,
-										 int64 memory_requested);
+										 int64 memory_requested,
+										 const char *memory_source);
 extern const char *bulkhead_class_source_name(BulkheadClassSource source);
 
 #endif							/* BULKHEAD_RULES_H */

@@ -57,7 +57,7 @@
  * views read.  Called by memory.c (the statements), loader.c and worker.c
  * (serving the waiters after a load or a reload of bulkhead.max_memory);
  * calls grantlevel.c, grantqueue.c (the queue's order), slot.c and
- * slotstats.c (statistics), memreq.c (shrinking), importance.c (a wait's
+ * slotstats.c (statistics), reqtotal.c (shrinking), importance.c (a wait's
  * importance), lockholder.c (is this waiter waited on) and waitlog.c (a
  * boost's line).
  *
@@ -66,6 +66,7 @@
 #include "memory/grants.h"
 #include "memory/grantlevel.h"
 #include "memory/grantqueue.h"
+#include "memory/reqtotal.h"
 #include "deadlock/lockholder.h"
 #include "record/waitlog.h"
 #include "workload/importance.h"
@@ -123,7 +124,7 @@ take_free(BulkheadGrant *g, const BulkheadMemRequest *req, int64 want,
 
 	if (want > avail)
 	{
-		outcome->setting_kb = Min(outcome->setting_kb, bulkhead_memreq_fit(req, avail));
+		outcome->setting_kb = Min(outcome->setting_kb, bulkhead_reqtotal_fit(req, avail));
 		want = (int64) bulkhead_memreq_bytes_at(req, outcome->setting_kb);
 		outcome->shrunk = true;
 	}
@@ -357,7 +358,7 @@ bulkhead_grants_acquire(int slotno, const BulkheadMemRequest *req,
 	cut = bulkhead_grants_free_along(grant, true);
 	if (want > cut && !shadow)
 	{
-		outcome->setting_kb = bulkhead_memreq_fit(req, cut);
+		outcome->setting_kb = bulkhead_reqtotal_fit(req, cut);
 		want = (int64) bulkhead_memreq_bytes_at(req, outcome->setting_kb);
 		outcome->shrunk = true;
 	}

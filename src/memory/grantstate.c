@@ -16,6 +16,7 @@
 #include "memory/grantstate.h"
 #include "memory/grantlevel.h"
 #include "memory/grants.h"
+#include "memory/memreq.h"
 
 #include "miscadmin.h"
 #include "storage/ipc.h"
@@ -288,15 +289,31 @@ bulkhead_grants_take_peaks(int64 *peaks, int64 *server)
 
 /*---- Settings ----*/
 
+/*
+ * bulkhead.max_memory is -1 (off) or at least 64 kB, as a workload's
+ * max_memory is: 0 would not turn the limit off but shrink every statement
+ * to its floors.
+ */
+static bool
+check_max_memory(int *newval, void **extra, GucSource source)
+{
+	if (*newval == -1 || *newval >= BULKHEAD_MEM_FLOOR_KB)
+		return true;
+	GUC_check_errdetail("bulkhead.max_memory must be at least %d kB.",
+						BULKHEAD_MEM_FLOOR_KB);
+	GUC_check_errhint("Set it to -1 to turn the server's memory limit off.");
+	return false;
+}
+
 void
 bulkhead_grants_init(void)
 {
 	DefineCustomIntVariable("bulkhead.max_memory",
 							"Memory the running statements of the whole server may be granted at once.",
-							"-1 turns the server's limit off.",
+							"-1 turns the server's limit off; otherwise at least 64 kB.",
 							&bulkhead_max_memory_kb,
 							-1, -1, INT_MAX,
 							PGC_SIGHUP,
 							GUC_UNIT_KB,
-							NULL, NULL, NULL);
+							check_max_memory, NULL, NULL);
 }

@@ -48,6 +48,7 @@
 #include <math.h>
 
 #include "access/htup_details.h"
+#include "catalog/pg_type_d.h"
 
 #define SORT_ROW_EXTRA		(24 + 16)
 #define STORE_ROW_EXTRA		(8 + 16)
@@ -98,6 +99,28 @@ double
 bulkhead_memest_bitmap(double rows)
 {
 	return Max(rows, 1.0) * BITMAP_PAGE_BYTES;
+}
+
+/* A Limit's constant count plus offset: the bound of a sort below it */
+double
+bulkhead_memest_limit_bound(Limit *limit)
+{
+	Const	   *count = (Const *) limit->limitCount;
+	Const	   *offset = (Const *) limit->limitOffset;
+	double		bound;
+
+	if (count == NULL || !IsA(count, Const) || count->constisnull ||
+		count->consttype != INT8OID)
+		return 0;
+	bound = (double) DatumGetInt64(count->constvalue);
+	if (offset != NULL)
+	{
+		if (!IsA(offset, Const) || offset->consttype != INT8OID)
+			return 0;
+		if (!offset->constisnull)
+			bound += (double) DatumGetInt64(offset->constvalue);
+	}
+	return bound > 0 ? bound : 0;
 }
 
 /* A node's rows: the Sort's and the Material's are their input's */

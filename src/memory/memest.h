@@ -23,6 +23,9 @@ extern double bulkhead_memest_groups(double groups, int width, double transition
 /* a bitmap over rows' pages */
 extern double bulkhead_memest_bitmap(double rows);
 
+/* A Limit's constant count plus offset (the bound of a sort below it), 0 */
+extern double bulkhead_memest_limit_bound(Limit *limit);
+
 /* plan's node of kind (BulkheadMemKind), bound as for a sort */
 extern double bulkhead_memest_node(Plan *plan, int kind, double bound);
 

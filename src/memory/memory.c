@@ -59,6 +59,7 @@
 #include "memory/grantstate.h"
 #include "memory/utilreq.h"
 #include "memory/memplan.h"
+#include "memory/reqtotal.h"
 #include "memory/nodelimit.h"
 #include "memory/nodepeak.h"
 #include "memory/feedback.h"
@@ -68,6 +69,7 @@
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 
 /* One grant this backend holds */
@@ -97,6 +99,7 @@ static int	maxheld = 0;
 static bool exit_registered = false;
 
 int			bulkhead_memory_nheld = 0;
+int			bulkhead_memory_request = BULKHEAD_REQUEST_USE;
 
 static void
 free_plan(BulkheadMemPlan *mp)
@@ -242,7 +245,7 @@ grant(const void *owner, bool utility, int slotno, const BulkheadMemRequest *req
 	else
 	{
 		/* what no node's limit covers runs as 1.4 ran it, shrunk alike */
-		bulkhead_memreq_assign(h->plan, req, outcome.setting_kb);
+		bulkhead_reqtotal_assign(h->plan, req, outcome.setting_kb);
 		h->pins.value[cap_a] = h->shrunk ?
 			Max(floor(a * outcome.setting_kb / req->setting_kb), BULKHEAD_MEM_FLOOR_KB) : a;
 		h->pins.value[cap_b] = h->shrunk ? 1.0 : b;
@@ -274,6 +277,57 @@ chargeable(void)
 {
 	return MyBackendType == B_BACKEND && !IsParallelWorker() &&
 		bulkhead_shared != NULL;
+}
+
+/*
+ * The request of a statement of plan in workload slotno, worked out with
+ * settings (wm, hm), its nodes in mp (palloc'd in mp's context); false
+ * for a plan with nothing to request or measure
+ */
+static bool
+plan_request(const PlannedStmt *plan, int wm, double hm, int slotno,
+			 BulkheadMemPlan *mp, BulkheadMemRequest *req)
+{
+	MemoryContext old = MemoryContextSwitchTo(GetMemoryChunkContext(mp));
+
+	bulkhead_memreq_build(plan, wm, hm, mp);
+	MemoryContextSwitchTo(old);
+	mp->slotno = slotno;
+	memset(req, 0, sizeof(*req));
+	if (mp->nnodes == 0 && mp->fixed <= 0 && !mp->unbounded)
+		return false;
+	if (bulkhead_memory_request == BULKHEAD_REQUEST_LIMIT)
+		bulkhead_reqtotal_at_limits(mp);
+	else if (mp->queryid != 0)
+		bulkhead_feedback_apply(mp);
+	bulkhead_reqtotal_total(mp, req);
+	return true;
+}
+
+int64
+bulkhead_memory_request_of(const PlannedStmt *plan, int wm, double hm, int slotno,
+						   char *source)
+{
+	BulkheadMemPlan *mp = palloc0(sizeof(BulkheadMemPlan));
+	BulkheadMemRequest req;
+	int64		bytes = 0;
+	int			i;
+
+	*source = BULKHEAD_SOURCE_ESTIMATE;
+	if (plan_request(plan, wm, hm, slotno, mp, &req))
+		bytes = bulkhead_memreq_bytes(&req);
+	/* a node at its limit says so; else one from feedback */
+	if (mp->extra > 0)
+		*source = BULKHEAD_SOURCE_FEEDBACK;
+	for (i = 0; i < mp->nnodes; i++)
+		if (mp->nodes[i].source == BULKHEAD_SOURCE_LIMIT ||
+			(mp->nodes[i].source == BULKHEAD_SOURCE_FEEDBACK &&
+			 *source == BULKHEAD_SOURCE_ESTIMATE))
+			*source = mp->nodes[i].source;
+	if (mp->nodes)
+		pfree(mp->nodes);
+	pfree(mp);
+	return bytes;
 }
 
 /*
@@ -310,14 +364,9 @@ bulkhead_memory_start(QueryDesc *queryDesc, int eflags)
 	old = MemoryContextSwitchTo(TopMemoryContext);
 	mp = palloc0(sizeof(BulkheadMemPlan));
 	pending = mp;
-	bulkhead_memreq_build(queryDesc->plannedstmt, wm, hm, mp);
 	MemoryContextSwitchTo(old);
-	mp->slotno = slotno;
-	if (mp->nnodes == 0 && mp->fixed <= 0 && !mp->unbounded)
+	if (!plan_request(queryDesc->plannedstmt, wm, hm, slotno, mp, &req))
 		return NULL;			/* no memory node: no lock */
-	if (mp->queryid != 0)
-		bulkhead_feedback_apply(mp);
-	bulkhead_memreq_total(mp, &req);
 
 	/*
 	 * Not for a plan the user may not run (the executor fails next): its
@@ -529,9 +578,22 @@ memory_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	}
 }
 
+static const struct config_enum_entry request_options[] = {
+	{"use", BULKHEAD_REQUEST_USE, false},
+	{"limit", BULKHEAD_REQUEST_LIMIT, false},
+	{NULL, 0, false}
+};
+
 void
 bulkhead_memory_init(void)
 {
+	DefineCustomEnumVariable("bulkhead.memory_request",
+							 "What a statement's memory nodes request: what they are expected to use, or their limits.",
+							 "use: the plan's estimates, then what earlier runs used (1.5); "
+							 "limit: the most each node may use at the statement's settings (1.4).",
+							 &bulkhead_memory_request,
+							 BULKHEAD_REQUEST_USE, request_options,
+							 PGC_SUSET, 0, NULL, NULL, NULL);
 	RegisterXactCallback(memory_xact_callback, NULL);
 	RegisterSubXactCallback(memory_subxact_callback, NULL);
 }

@@ -22,6 +22,15 @@
 
 struct QueryDesc;
 
+/* bulkhead.memory_request (1.5): what memory nodes request */
+typedef enum BulkheadMemoryRequest
+{
+	BULKHEAD_REQUEST_USE,		/* what they are expected to use */
+	BULKHEAD_REQUEST_LIMIT		/* their limits (1.4) */
+} BulkheadMemoryRequest;
+
+extern int	bulkhead_memory_request;
+
 /* Grants this backend holds (the fast path tests it) */
 extern int	bulkhead_memory_nheld;
 
@@ -66,6 +75,14 @@ extern const struct BulkheadMemPlan *bulkhead_memory_read_peaks(const struct Pla
  * transaction's automatic permit's, else the permit taken last; -1: none.
  */
 extern int	bulkhead_memory_charged_slot(void);
+
+/*
+ * What a statement of plan would request in workload slotno (-1: none),
+ * worked out with work_mem wm and hash_mem_multiplier hm, and where most
+ * of it comes from (memplan.h's BULKHEAD_SOURCE_*): bulkhead_classify
+ */
+extern int64 bulkhead_memory_request_of(const struct PlannedStmt *plan, int wm, double hm,
+										int slotno, char *source);
 
 /* A phase of queryDesc's executor returned normally */
 extern void bulkhead_memory_phase_done(struct QueryDesc *queryDesc);

@@ -6,25 +6,14 @@
  *	  settings, and what the plan's estimates say it will use (memest.c),
  *	  with a margin; and the request these add up to.
  *
- * The limits (1.4's request of each node), per copy:
- *
- *   work_mem                       Sort, Material, WindowAgg, a CTE's store
- *                                  (once per CTE, its store is shared), a
- *                                  table-function scan, each bitmap of a
- *                                  bitmap heap scan, each function of a
- *                                  function scan, each ordered or DISTINCT
- *                                  aggregate per grouping set, each sort of
- *                                  a chain of grouping sets
- *   2 copies of work_mem           Incremental Sort (a full and a prefix
- *                                  sort may both be alive), RecursiveUnion
- *                                  (its working and intermediate tables)
- *   work_mem x hash_mem_multiplier a hash join's table (a Parallel Hash's
- *                                  shared table is sized for all its
- *                                  participants), a hashed or mixed Agg
- *                                  (its grouping sets' tables share one
- *                                  limit), Memoize
- *
- * A node's copies run in each process of its plan: under a Gather, the
+ * The limits (1.4's request of each node), per copy: work_mem for a Sort, a
+ * Material, a WindowAgg, a CTE's store (once per CTE), a table-function
+ * scan, each bitmap of a bitmap heap scan, each function of a function
+ * scan, each ordered or DISTINCT aggregate per grouping set, each sort of a
+ * chain of grouping sets; two copies for an Incremental Sort and a
+ * RecursiveUnion; work_mem x hash_mem_multiplier for a hash join's table, a
+ * hashed or mixed Agg (one for all its grouping sets), a Memoize.  A
+ * node's copies run in each process of its plan: under a Gather, the
  * leader and each planned worker.
  *
  * A node's request is its estimate times BULKHEAD_ESTIMATE_MARGIN, at least
@@ -55,7 +44,6 @@
 #include <math.h>
 
 #include "access/htup_details.h"
-#include "catalog/pg_type_d.h"
 #include "nodes/nodeFuncs.h"
 #include "nodes/parsenodes.h"
 #include "tcop/utility.h"
@@ -319,6 +307,23 @@ count_bitmaps(Plan *plan, double *copies, double *rows)
 		count_bitmaps((Plan *) lfirst(lc), copies, rows);
 }
 
+/* A CTE's store, once for all its scans: the rows of the CTE's plan */
+static void
+count_cte(Walk *w, CteScan *scan, Place place)
+{
+	int			cte = scan->ctePlanId;
+	Plan	   *sub = cte >= 1 && cte <= list_length(w->stmt->subplans) ?
+	(Plan *) list_nth(w->stmt->subplans, cte - 1) : NULL;
+
+	if (bms_is_member(cte, w->ctes))
+		return;
+	w->ctes = bms_add_member(w->ctes, cte);
+	add_node(w, scan->scan.plan.plan_node_id, scan->scan.plan.plan_node_id,
+			 BULKHEAD_MEM_CTE, BULKHEAD_HOLD_START, 1, work_mem_bytes(w),
+			 bulkhead_memest_node(sub ? sub : &scan->scan.plan, BULKHEAD_MEM_CTE, 0),
+			 place);
+}
+
 /* What a node itself may use (not its children) */
 static void
 count_node(Walk *w, Plan *plan, Place place)
@@ -352,18 +357,7 @@ count_node(Walk *w, Plan *plan, Place place)
 			copies = Max(list_length(((FunctionScan *) plan)->functions), 1);
 			break;
 		case T_CteScan:
-			if (bms_is_member(((CteScan *) plan)->ctePlanId, w->ctes))
-				return;
-			w->ctes = bms_add_member(w->ctes, ((CteScan *) plan)->ctePlanId);
-			{
-				int			cte = ((CteScan *) plan)->ctePlanId;
-				Plan	   *sub = cte >= 1 && cte <= list_length(w->stmt->subplans) ?
-				(Plan *) list_nth(w->stmt->subplans, cte - 1) : NULL;
-
-				add_node(w, id, id, BULKHEAD_MEM_CTE, BULKHEAD_HOLD_START, 1, limit,
-						 bulkhead_memest_node(sub ? sub : plan, BULKHEAD_MEM_CTE, 0),
-						 place);
-			}
+			count_cte(w, (CteScan *) plan, place);
 			return;
 		case T_BitmapHeapScan:
 			{
@@ -461,28 +455,6 @@ walk_list(Walk *w, List *plans, Place place)
 		walk_plan(w, (Plan *) lfirst(lc), place);
 }
 
-/* A Limit's constant count plus offset: the bound of a sort below it */
-static double
-limit_bound(Limit *limit)
-{
-	Const	   *count = (Const *) limit->limitCount;
-	Const	   *offset = (Const *) limit->limitOffset;
-	double		bound;
-
-	if (count == NULL || !IsA(count, Const) || count->constisnull ||
-		count->consttype != INT8OID)
-		return 0;
-	bound = (double) DatumGetInt64(count->constvalue);
-	if (offset != NULL)
-	{
-		if (!IsA(offset, Const) || offset->consttype != INT8OID)
-			return 0;
-		if (!offset->constisnull)
-			bound += (double) DatumGetInt64(offset->constvalue);
-	}
-	return bound > 0 ? bound : 0;
-}
-
 /* A Gather's workers: its own node, whose limit the workers take */
 static Place
 enter_gather(Walk *w, Plan *plan, int workers, Place place)
@@ -517,7 +489,7 @@ walk_plan(Walk *w, Plan *plan, Place place)
 			below = enter_gather(w, plan, ((GatherMerge *) plan)->num_workers, place);
 			break;
 		case T_Limit:
-			below.bound = limit_bound((Limit *) plan);
+			below.bound = bulkhead_memest_limit_bound((Limit *) plan);
 			break;
 		case T_Result:
 			/* a bound passes a projection (as ExecSetTupleBound's does) */
@@ -574,114 +546,6 @@ bulkhead_memreq_build(const PlannedStmt *plan, int work_mem_kb, double hash_mult
 		pfree(w.subplan_seen);
 	bms_free(w.ctes);
 	mp->start_kb = work_mem_kb;
-}
-
-/* bytes as kB, rounded up */
-static int
-to_kb(double bytes)
-{
-	return (int) Min(ceil(bytes / 1024.0), (double) MAX_KILOBYTES);
-}
-
-/*
- * The request of mp's nodes as they ask now: the start nodes share the
- * largest of their requests, a Gather's workers the largest below it.
- * Sets each node's run_kb to its request, and mp->start_kb.
- */
-void
-bulkhead_memreq_total(BulkheadMemPlan *mp, BulkheadMemRequest *req)
-{
-	double		bytes = 0;
-	int			start_kb = 0;
-	int			max_kb = 0;
-	int			i;
-
-	req->nodes = 0;
-	for (i = 0; i < mp->nnodes; i++)
-	{
-		BulkheadMemNode *n = &mp->nodes[i];
-
-		n->run_kb = to_kb(n->request);
-		if (n->hold == BULKHEAD_HOLD_START && n->copies > 0)
-			start_kb = Max(start_kb, n->run_kb);
-	}
-	for (i = 0; i < mp->nnodes; i++)
-	{
-		BulkheadMemNode *n = &mp->nodes[i];
-
-		if (n->hold == BULKHEAD_HOLD_START && n->copies > 0)
-			n->run_kb = start_kb;
-		if (n->gather >= 0 && n->copies > 0)
-			mp->nodes[n->gather].run_kb = Max(mp->nodes[n->gather].run_kb, n->run_kb);
-	}
-	for (i = 0; i < mp->nnodes; i++)
-	{
-		BulkheadMemNode *n = &mp->nodes[i];
-
-		if (n->kind == BULKHEAD_MEM_GATHER || n->copies <= 0)
-			continue;
-		bytes += n->copies * (double) n->run_kb * 1024.0;
-		if (n->gather >= 0)
-			bytes += n->copies * n->workers * (double) mp->nodes[n->gather].run_kb * 1024.0;
-		max_kb = Max(max_kb, n->run_kb);
-		req->nodes += (int) Min(n->copies * (1 + n->workers), (double) INT_MAX / 4);
-	}
-	mp->start_kb = start_kb > 0 ? start_kb : mp->start_kb;
-	req->maintenance = false;
-	req->setting_kb = Max(max_kb, 1);
-	req->units = bytes / 1024.0 / req->setting_kb;
-	req->fixed = mp->fixed + mp->extra;
-}
-
-/*
- * The limits mp's nodes run with when its request was granted at setting_kb
- * (of req->setting_kb): each scaled as much, never below the floor
- */
-void
-bulkhead_memreq_assign(BulkheadMemPlan *mp, const BulkheadMemRequest *req, int setting_kb)
-{
-	double		f;
-	int			i;
-
-	if (setting_kb >= req->setting_kb)
-		return;
-	f = (double) setting_kb / (double) req->setting_kb;
-	for (i = 0; i < mp->nnodes; i++)
-	{
-		BulkheadMemNode *n = &mp->nodes[i];
-
-		n->run_kb = Max((int) floor(n->run_kb * f), Min(BULKHEAD_MEM_FLOOR_KB, n->run_kb));
-	}
-	mp->start_kb = Max((int) floor(mp->start_kb * f),
-					   Min(BULKHEAD_MEM_FLOOR_KB, mp->start_kb));
-}
-
-void
-bulkhead_memreq_plan(const PlannedStmt *plan, int work_mem_kb, double hash_mult,
-					 BulkheadMemRequest *req)
-{
-	BulkheadMemPlan mp;
-
-	memset(req, 0, sizeof(*req));
-	bulkhead_memreq_build(plan, work_mem_kb, hash_mult, &mp);
-	bulkhead_memreq_total(&mp, req);
-	if (mp.nodes)
-		pfree(mp.nodes);
-}
-
-int
-bulkhead_memreq_fit(const BulkheadMemRequest *req, int64 avail)
-{
-	int			floor_kb = req->maintenance ? BULKHEAD_MAINT_FLOOR_KB :
-		BULKHEAD_MEM_FLOOR_KB;
-	double		kb;
-
-	if (req->units <= 0)
-		return req->setting_kb;
-	kb = floor(((double) avail - req->fixed) / 1024.0 / req->units);
-	if (kb >= req->setting_kb)
-		return req->setting_kb;
-	return (int) Max(kb, (double) Min(floor_kb, req->setting_kb));
 }
 
 /*---- max_memory ----*/

@@ -58,13 +58,6 @@ bulkhead_memreq_bytes(const BulkheadMemRequest *req)
 					   (double) (PG_INT64_MAX / 4));
 }
 
-/*
- * The setting (kB) that makes req fit in avail bytes: the largest that
- * does, at most the one it runs with, at least the floor (so a statement
- * that must run in less than it fits can exceed avail by the floor per
- * node, and by its fixed part).
- */
-extern int	bulkhead_memreq_fit(const BulkheadMemRequest *req, int64 avail);
 
 /*
  * The memory nodes of plan run with work_mem at work_mem_kb and
@@ -73,24 +66,6 @@ extern int	bulkhead_memreq_fit(const BulkheadMemRequest *req, int64 avail);
  */
 extern void bulkhead_memreq_build(const PlannedStmt *plan, int work_mem_kb,
 								  double hash_mult, BulkheadMemPlan *mp);
-
-/*
- * The request of mp's nodes as they ask now (each node's request: estimate
- * or feedback), each node's run_kb set to it.
- */
-extern void bulkhead_memreq_total(BulkheadMemPlan *mp, BulkheadMemRequest *req);
-
-/* mp's nodes' limits when req was granted at setting_kb, shrunk alike */
-extern void bulkhead_memreq_assign(BulkheadMemPlan *mp, const BulkheadMemRequest *req,
-								   int setting_kb);
-
-/*
- * The request of a plan run with work_mem_kb and
- * hash_mem_multiplier at hash_mult (the values its statement runs with).
- * A plan without a memory node requests 0 (units and fixed 0).
- */
-extern void bulkhead_memreq_plan(const PlannedStmt *plan, int work_mem_kb,
-								 double hash_mult, BulkheadMemRequest *req);
 
 /*
  * A workload's max_memory as written ('700MB', '2GB', a number of kB) in

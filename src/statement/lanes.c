@@ -19,7 +19,11 @@
  * which workload it would take, and why, as the gate would choose for the
  * calling session's next statement: inside a transaction block that holds
  * its automatic permit already, a query that matches no statement rule
- * stays where that permit is (source 'transaction').
+ * stays where that permit is (source 'transaction').  DECLARE and COPY
+ * (query) TO are classified as they run: as utilities (the gate matches
+ * them before their query is planned), with the memory request of their
+ * query, planned as they plan it (a cursor with its options), whose grant
+ * is taken when its executor starts.
  *
  * Before a statement's lane is known it is planned under the caps of the
  * lane it most likely takes (the session's workload, for the
@@ -40,6 +44,8 @@
 #include "permit/local.h"
 #include "memory/memory.h"
 #include "memory/memreq.h"
+#include "memory/memplan.h"
+#include "memory/memory.h"
 #include "memory/utilreq.h"
 
 #include "access/xact.h"
@@ -50,6 +56,7 @@
 #include "nodes/parsenodes.h"
 #include "optimizer/optimizer.h"
 #include "parser/analyze.h"
+#include "rewrite/rewriteHandler.h"
 #include "tcop/tcopprot.h"
 #include "tcop/utility.h"
 #include "utils/builtins.h"
@@ -259,57 +266,20 @@ bulkhead_planning_caps(const BulkheadCaps *in_force, bool first)
 /*---- bulkhead_classify(query) ----*/
 
 /*
- * The kind and cost of the statement that stmt runs, and its plan (or its
- * utility command) for its memory; false: none matches (nor runs)
+ * Plan q as the statement that runs it would (cursor options: a cursor's
+ * own, CURSOR_OPT_PARALLEL_OK for a plain statement and COPY's query), and
+ * describe it: its kind, its cost, its plan for its memory.
  */
-static bool
-describe(RawStmt *raw, const char *query, uint8 *kind, bool *has_cost,
-		 double *cost, PlannedStmt **plan_out, Node **utility_out)
+static void
+describe_plan(Query *q, const char *query, int cursor_options, uint8 *kind,
+			  bool *has_cost, double *cost, PlannedStmt **plan_out)
 {
-	Oid		   *types = NULL;
-	int			ntypes = 0;
-	List	   *queries;
-	Query	   *q;
 	PlannedStmt *plan;
 
-	*has_cost = false;
-	if (IsA(raw->stmt, ExplainStmt))
-	{
-		ExplainStmt *explain = (ExplainStmt *) raw->stmt;
-		RawStmt    *inner;
-
-		if (!explain_analyzes(explain))
-			return false;
-		inner = makeNode(RawStmt);
-		inner->stmt = explain->query;
-		inner->stmt_location = raw->stmt_location;
-		inner->stmt_len = raw->stmt_len;
-		return describe(inner, query, kind, has_cost, cost, plan_out, utility_out);
-	}
-
-	/* parameters ($1, ...) are allowed, their types deduced */
-	queries = pg_analyze_and_rewrite_varparams(raw, query, &types, &ntypes, NULL);
-	if (list_length(queries) != 1)
-	{
-		*kind = BULKHEAD_CMD_UTILITY;	/* a rule's rewrite into several */
-		return true;
-	}
-	q = linitial_node(Query, queries);
-	if (q->commandType == CMD_UTILITY)
-	{
-		if (IsA(q->utilityStmt, ExecuteStmt))
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("bulkhead_classify cannot classify EXECUTE"),
-					 errhint("Classify the prepared statement's query itself.")));
-		*kind = BULKHEAD_CMD_UTILITY;
-		*utility_out = q->utilityStmt;
-		return true;
-	}
 #if PG_VERSION_NUM >= 190000
-	plan = pg_plan_query(q, query, CURSOR_OPT_PARALLEL_OK, NULL, NULL);
+	plan = pg_plan_query(q, query, cursor_options, NULL, NULL);
 #else
-	plan = pg_plan_query(q, query, CURSOR_OPT_PARALLEL_OK, NULL);
+	plan = pg_plan_query(q, query, cursor_options, NULL);
 #endif
 	/* as EXPLAIN does: the caller must be allowed to run it */
 #if PG_VERSION_NUM >= 160000
@@ -321,6 +291,107 @@ describe(RawStmt *raw, const char *query, uint8 *kind, bool *has_cost,
 	*has_cost = true;
 	*cost = plan->planTree->total_cost;
 	*plan_out = plan;
+}
+
+/*
+ * A cursor's query, as DECLARE runs it (PerformCursorOpen): analysed with
+ * the DECLARE, rewritten now, planned with the cursor's options (a fast
+ * start, SCROLL's Materialize on top, no parallel plan).  false: not a
+ * single SELECT after the rewrite (DECLARE would fail), a utility then.
+ */
+static bool
+describe_cursor(DeclareCursorStmt *cursor, const char *query, uint8 *kind,
+				bool *has_cost, double *cost, PlannedStmt **plan_out)
+{
+	List	   *rewritten;
+	Query	   *q;
+
+	rewritten = QueryRewrite(castNode(Query, copyObject(cursor->query)));
+	if (list_length(rewritten) != 1)
+		return false;
+	q = linitial_node(Query, rewritten);
+	if (q->commandType != CMD_SELECT)
+		return false;
+	describe_plan(q, query, cursor->options, kind, has_cost, cost, plan_out);
+	return true;
+}
+
+/*
+ * The kind and cost of the statement that stmt runs, and its plan (or its
+ * utility command) for its memory; false: none matches (nor runs).  EXPLAIN
+ * ANALYZE is described as the query it runs; DECLARE and COPY (query) TO as
+ * utilities with the plan of the query they run.
+ */
+static bool
+describe(RawStmt *raw, const char *query, uint8 *kind, bool *has_cost,
+		 double *cost, PlannedStmt **plan_out, Node **utility_out)
+{
+	Oid		   *types = NULL;
+	int			ntypes = 0;
+	List	   *queries;
+	Query	   *q;
+	RawStmt    *inner = NULL;
+
+	*has_cost = false;
+	if (IsA(raw->stmt, ExplainStmt))
+	{
+		if (!explain_analyzes((ExplainStmt *) raw->stmt))
+			return false;
+		inner = makeNode(RawStmt);
+		inner->stmt = ((ExplainStmt *) raw->stmt)->query;
+	}
+	else if (IsA(raw->stmt, CopyStmt) && ((CopyStmt *) raw->stmt)->query != NULL)
+	{
+		/* COPY (query) TO: its query analysed and planned alone (BeginCopyTo) */
+		inner = makeNode(RawStmt);
+		inner->stmt = copyObject(((CopyStmt *) raw->stmt)->query);
+	}
+	if (inner != NULL)
+	{
+		bool		described;
+
+		inner->stmt_location = raw->stmt_location;
+		inner->stmt_len = raw->stmt_len;
+		described = describe(inner, query, kind, has_cost, cost, plan_out, utility_out);
+		/* COPY takes its permit as a utility, as it runs; its query's plan asks */
+		if (described && IsA(raw->stmt, CopyStmt))
+		{
+			*kind = BULKHEAD_CMD_UTILITY;
+			*has_cost = false;
+		}
+		return described;
+	}
+
+	/* parameters ($1, ...) are allowed, their types deduced */
+	queries = pg_analyze_and_rewrite_varparams(raw, query, &types, &ntypes, NULL);
+	if (list_length(queries) != 1)
+	{
+		*kind = BULKHEAD_CMD_UTILITY;	/* a rule's rewrite into several */
+		return true;
+	}
+	q = linitial_node(Query, queries);
+	if (q->commandType != CMD_UTILITY)
+	{
+		describe_plan(q, query, CURSOR_OPT_PARALLEL_OK, kind, has_cost, cost,
+					  plan_out);
+		return true;
+	}
+	if (IsA(q->utilityStmt, ExecuteStmt))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("bulkhead_classify cannot classify EXECUTE"),
+				 errhint("Classify the prepared statement's query itself.")));
+	/* DECLARE takes its permit as a utility, as it runs; its query's plan asks */
+	if (IsA(q->utilityStmt, DeclareCursorStmt) &&
+		describe_cursor((DeclareCursorStmt *) q->utilityStmt, query, kind,
+						has_cost, cost, plan_out))
+	{
+		*kind = BULKHEAD_CMD_UTILITY;
+		*has_cost = false;
+		return true;
+	}
+	*kind = BULKHEAD_CMD_UTILITY;
+	*utility_out = q->utilityStmt;
 	return true;
 }
 
@@ -345,27 +416,39 @@ runs_with(const BulkheadCaps *caps, int i, double live)
  * the workload's (1.4, memory grants).  0 for one that runs nothing.
  */
 static int64
-memory_of(PlannedStmt *plan, Node *utility, const char *workload)
+memory_of(PlannedStmt *plan, Node *utility, const char *workload, const char **source)
 {
 	BulkheadCaps caps = bulkhead_caps_in_force;
 	BulkheadCaps lane;
 	BulkheadMemRequest req;
+	int64		bytes;
+	char		from;
 
+	*source = NULL;
 	if (workload != NULL && workload_caps(workload, &lane))
 		bulkhead_caps_combine(&caps, &lane);
 	if (plan != NULL)
-		bulkhead_memreq_plan(plan, (int) runs_with(&caps, BULKHEAD_CAP_WORK_MEM, work_mem),
-							 runs_with(&caps, BULKHEAD_CAP_HASH_MEM_MULTIPLIER,
-									   hash_mem_multiplier),
-							 &req);
-	else if (utility == NULL ||
-			 !bulkhead_memreq_utility(utility, PROCESS_UTILITY_TOPLEVEL,
-									  (int) runs_with(&caps, BULKHEAD_CAP_MAINTENANCE_WORK_MEM,
-													  maintenance_work_mem),
-									  (int) runs_with(&caps, BULKHEAD_CAP_PARALLEL_MAINTENANCE,
-													  max_parallel_maintenance_workers),
-									  &req))
+	{
+		bytes = bulkhead_memory_request_of(plan,
+										   (int) runs_with(&caps, BULKHEAD_CAP_WORK_MEM, work_mem),
+										   runs_with(&caps, BULKHEAD_CAP_HASH_MEM_MULTIPLIER,
+													 hash_mem_multiplier),
+										   workload ? bulkhead_find_slot(workload) : -1,
+										   &from);
+		if (bytes > 0)
+			*source = from == BULKHEAD_SOURCE_FEEDBACK ? "feedback" :
+				from == BULKHEAD_SOURCE_LIMIT ? "limit" : "estimate";
+		return bytes;
+	}
+	if (utility == NULL ||
+		!bulkhead_memreq_utility(utility, PROCESS_UTILITY_TOPLEVEL,
+								 (int) runs_with(&caps, BULKHEAD_CAP_MAINTENANCE_WORK_MEM,
+												 maintenance_work_mem),
+								 (int) runs_with(&caps, BULKHEAD_CAP_PARALLEL_MAINTENANCE,
+												 max_parallel_maintenance_workers),
+								 &req))
 		return 0;
+	*source = "limit";			/* a utility asks its maintenance_work_mem */
 	return bulkhead_memreq_bytes(&req);
 }
 
@@ -439,6 +522,8 @@ bulkhead_classify_query(PG_FUNCTION_ARGS)
 	PlannedStmt *plan = NULL;
 	Node	   *utility = NULL;
 	BulkheadClassification class;
+	int64		memory;
+	const char *memory_source;
 
 	bulkhead_check_loaded();
 	query = text_to_cstring(PG_GETARG_TEXT_PP(0));
@@ -457,7 +542,7 @@ bulkhead_classify_query(PG_FUNCTION_ARGS)
 	{
 		/* (transaction control, SET, SHOW, ...): no workload */
 		error_context_stack = context.previous;
-		return bulkhead_classification_row(fcinfo, NULL, "none", 0, false, 0);
+		return bulkhead_classification_row(fcinfo, NULL, "none", 0, false, 0, NULL);
 	}
 	if (!ActiveSnapshotSet())
 	{
@@ -471,16 +556,23 @@ bulkhead_classify_query(PG_FUNCTION_ARGS)
 	if (described)
 		lane = bulkhead_lane_of(kind, has_cost, cost, &position);
 	if (lane != NULL)
+	{
+		memory = memory_of(plan, utility, lane, &memory_source);
 		return bulkhead_classification_row(fcinfo, lane, "rule", position, true,
-										   memory_of(plan, utility, lane));
+										   memory, memory_source);
+	}
 	if (transaction_lane(held))
+	{
+		memory = memory_of(plan, utility, held, &memory_source);
 		return bulkhead_classification_row(fcinfo, held, "transaction", 0, false,
-										   memory_of(plan, utility, held));
+										   memory, memory_source);
+	}
 	bulkhead_classify_session(&class);
 	bulkhead_publish_classification(&class);
+	memory = memory_of(plan, utility, class.workload, &memory_source);
 	return bulkhead_classification_row(fcinfo, class.workload,
 									   bulkhead_class_source_name(class.source),
 									   class.position,
 									   class.source == BULKHEAD_CLASS_RULE,
-									   memory_of(plan, utility, class.workload));
+									   memory, memory_source);
 }

@@ -64,7 +64,7 @@ END
 	stop_exporter();
 }
 
-my $node = bulkhead_node('prometheus');
+my $node = bulkhead_node('prometheus', memory_request => 'limit');
 $node->safe_psql(
 	'postgres', q{
 	INSERT INTO bulkhead_workload (name, max_running, max_queued, queue_timeout, mode)

@@ -78,8 +78,7 @@ note sprintf('cgroup v%d %s, limit %d MB, oom_kill %d', memcg_version($cg), $cg,
 my $node = memcg_start(
 	$cg,
 	sub {
-		bulkhead_node(
-			'memory_oom',
+		bulkhead_node('memory_oom', memory_request => 'limit',
 			conf => "shared_buffers = 16MB\n"
 			  . "max_connections = 20\n"
 			  # the postmaster restarts the others after a kill (the

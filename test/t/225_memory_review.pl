@@ -39,7 +39,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = bulkhead_node('memory_review',
+my $node = bulkhead_node('memory_review', memory_request => 'limit',
 	conf => "work_mem = '1MB'\nmax_parallel_workers_per_gather = 0\n");
 
 $node->safe_psql('postgres', q{

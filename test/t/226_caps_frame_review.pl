@@ -32,7 +32,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = bulkhead_node('caps_frame_review');
+my $node = bulkhead_node('caps_frame_review', memory_request => 'limit');
 
 $node->safe_psql('postgres', q{
 	INSERT INTO bulkhead_workload (name, max_running, settings)

@@ -52,7 +52,7 @@ for my $i (0 .. $#lines)
 plan skip_all => 'the unlocked check is not in bulkhead_grants_acquire any more'
   unless defined $line;
 
-my $node = bulkhead_node('memory_grant_race',
+my $node = bulkhead_node('memory_grant_race', memory_request => 'limit',
 	conf => "work_mem = '1MB'\nmax_parallel_workers_per_gather = 0\n");
 $node->safe_psql('postgres', q{
 	INSERT INTO bulkhead_workload (name, max_running, max_queued, queue_timeout,

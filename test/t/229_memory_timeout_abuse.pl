@@ -21,7 +21,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);
 
-my $node = bulkhead_node('memory_timeout_abuse',
+my $node = bulkhead_node('memory_timeout_abuse', memory_request => 'limit',
 	conf => "work_mem = '1MB'\nmax_parallel_workers_per_gather = 0\nbulkhead.max_memory = '4MB'\n");
 $node->safe_psql('postgres', q{
 	CREATE ROLE plain LOGIN;

@@ -20,7 +20,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = bulkhead_node('budget_child_deleted',
+my $node = bulkhead_node('budget_child_deleted', memory_request => 'limit',
 	conf => "work_mem = '1MB'\nmax_parallel_workers_per_gather = 0\n");
 
 $node->safe_psql('postgres', q{

@@ -22,7 +22,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = bulkhead_node('rewrite_rebuilds',
+my $node = bulkhead_node('rewrite_rebuilds', memory_request => 'limit',
 	conf => "work_mem = '1MB'\nmax_parallel_workers_per_gather = 0\n");
 
 $node->safe_psql('postgres', q{

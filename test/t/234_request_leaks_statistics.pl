@@ -21,7 +21,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = bulkhead_node('request_leaks',
+my $node = bulkhead_node('request_leaks', memory_request => 'limit',
 	conf => "compute_query_id = on\nbulkhead.track_statements = on\n"
 	  . "work_mem = '1MB'\nmax_parallel_workers_per_gather = 0\n");
 

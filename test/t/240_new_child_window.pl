@@ -30,7 +30,7 @@ use Test::More;
 
 plan skip_all => 'gdb is not installed' if gdb_path() eq '';
 
-my $node = bulkhead_node('new_child_window',
+my $node = bulkhead_node('new_child_window', memory_request => 'limit',
 	conf => "work_mem = '1MB'\nmax_parallel_workers_per_gather = 0\n");
 $node->safe_psql('postgres', q{
 	INSERT INTO bulkhead_workload (name, max_running, max_queued, queue_timeout,

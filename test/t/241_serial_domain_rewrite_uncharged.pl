@@ -22,7 +22,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = bulkhead_node('serial_rewrite',
+my $node = bulkhead_node('serial_rewrite', memory_request => 'limit',
 	conf => "work_mem = '1MB'\nmax_parallel_workers_per_gather = 0\n");
 
 $node->safe_psql('postgres', q{

@@ -16,7 +16,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = bulkhead_node('statements',
+my $node = bulkhead_node('statements', memory_request => 'limit',
 	conf => "shared_preload_libraries = 'bulkhead, pg_stat_statements'\n"
 	  . "compute_query_id = auto\n"
 	  . "bulkhead.track_statements = on\n"

@@ -20,7 +20,7 @@ use Time::HiRes qw(time);
 
 # a rate that the lines before the flood never reach; the flood's is $RATE
 my $RATE = 5;
-my $node = bulkhead_node('waitlog',
+my $node = bulkhead_node('waitlog', memory_request => 'limit',
 	conf => "bulkhead.log_max_rate = 1000\n" . "deadlock_timeout = '100ms'\n");
 $node->safe_psql('postgres', q{
 	INSERT INTO bulkhead_workload (name, max_running, max_queued, queue_timeout)

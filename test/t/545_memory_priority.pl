@@ -27,7 +27,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
 
-my $node = bulkhead_node('memory_priority',
+my $node = bulkhead_node('memory_priority', memory_request => 'limit',
 	conf => "work_mem = '1MB'\nmax_parallel_workers_per_gather = 0\n"
 	  . "deadlock_timeout = '1s'\nbulkhead.log_min_wait = 0\n");
 

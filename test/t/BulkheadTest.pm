@@ -79,12 +79,16 @@ our @EXPORT = qw(
 my $session_timeout = 60;
 
 # A started node with bulkhead preloaded and the extension created in
-# database postgres.  conf => lines appended to postgresql.conf; the other
-# %opts go to init() (e.g. allows_streaming => 1).
+# database postgres.  conf => lines appended to postgresql.conf;
+# memory_request => 'limit' makes memory nodes request their limits (as 1.4
+# did: the tests of the grants' waits, shrinking and counting ask known
+# amounts); the other %opts go to init() (e.g. allows_streaming => 1).
 sub bulkhead_node
 {
 	my ($name, %opts) = @_;
 	my $conf = delete $opts{conf} // '';
+	my $request = delete $opts{memory_request};
+	$conf .= "bulkhead.memory_request = '$request'\n" if defined $request;
 	my $node = PostgreSQL::Test::Cluster->new($name);
 	$node->init(%opts);
 	$node->append_conf('postgresql.conf',
