@@ -76,10 +76,11 @@ sub classified_kb
 	my ($role, $query) = @_;
 	my $row = $node->safe_psql('postgres',
 		"SELECT workload || '/' || source || '/' || coalesce(rule_position::text, '-')"
-		  . " || '/' || memory_requested FROM bulkhead_classify('$query')",
+		  . " || '/' || memory_requested || '/' || memory_source"
+		  . " FROM bulkhead_classify('$query')",
 		extra_params => [ '-U', $role ]);
-	my ($w, $src, $pos, $bytes) = split m{/}, $row;
-	return ("$w/$src/$pos", ceil($bytes / 1024));
+	my ($w, $src, $pos, $bytes, $msrc) = split m{/}, $row;
+	return ("$w/$src/$pos", ceil($bytes / 1024), $msrc);
 }
 
 # The statement's block: hashref of its figures
@@ -120,7 +121,7 @@ my ($req) = $st->{'Memory Requested'} =~ /^(\d+)/;
 my ($granted) = ($st->{'Memory Granted'} // '') =~ /^(\d+)/;
 cmp_ok($req, '>', 0, 'a request');
 is($granted, $req, 'granted what it asked');
-my ($class, $class_kb) = classified_kb('r', $q);
+my ($class, $class_kb, $class_src) = classified_kb('r', $q);
 is($class, 'reports/setting/-', 'bulkhead_classify: the same workload');
 is($req, $class_kb, "the request is bulkhead_classify's memory_requested");
 
@@ -140,6 +141,7 @@ for my $k (sort keys %$nodes)
 	cmp_ok($n->{request}, '<=', $n->{limit}, "$k: request within its limit");
 	is($n->{grant}, $n->{request}, "$k: granted its request");
 	like($n->{rest}, qr/^(?:  Peak: \d+kB)?(?:  Spilled: true)?$/, "$k: peak, spill");
+	is($n->{source}, $class_src, "$k: its source is bulkhead_classify's memory_source");
 }
 is($nodes->{sort}{request} + $nodes->{hash}{request}, $req,
 	"the nodes' requests add up to the statement's");
