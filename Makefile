@@ -14,7 +14,7 @@ OBJS = \
 	src/shmem/shmem.o src/shmem/stats.o \
 	src/acl/disclose.o \
 	src/workload/admit.o src/workload/blockers.o src/workload/budget.o src/workload/importance.o src/workload/keys.o src/workload/rank.o src/workload/slot.o src/workload/slotstats.o src/workload/statsfile.o \
-	src/record/statements.o src/record/waitlog.o \
+	src/record/statements.o src/record/statementsview.o src/record/waitlog.o \
 	src/deadlock/deadlock.o src/deadlock/deadlockfree.o src/deadlock/lockholder.o src/deadlock/waitgraph.o \
 	src/guards/caps.o src/guards/capsparse.o src/guards/guard.o \
 	src/permit/local.o src/permit/movedpermit.o src/permit/permit.o src/permit/permitfuncs.o src/permit/permitwait.o \
@@ -43,7 +43,7 @@ FIXED_LOCALE = --encoding=UTF8 --no-locale
 # pg_regress: sql/<name>.sql against expected/<name>.out
 REGRESS = setup workload_table permits call_shapes failed_statement scopes guards \
 	guard_levels errors stats transparent bad_input privileges rules adaptive \
-	budgets holds lanes memory history statements waitlog importance
+	budgets holds lanes memory memory_use history statements waitlog importance
 REGRESS_OPTS = --temp-instance=./tmp_check_regress $(FIXED_LOCALE) \
 	--temp-config=$(srcdir)/test/regress.conf
 
@@ -52,7 +52,7 @@ ISOLATION = reject_full wait_timeout handoff cancel_waiter limit_raise \
 	xact_release session_kept shadow transparent_queue \
 	deadlock_cycles deadlock_transparent blocking_pids pause \
 	budget_borrow budget_least_served budget_no_credit budget_no_preempt \
-	budget_reparent budget_levels lane_move memory_wait memory_priority \
+	budget_reparent budget_levels lane_move memory_wait memory_priority memory_small \
 	priority_importance priority_aging priority_lock_holder
 ISOLATION_OPTS = --inputdir=$(srcdir)/test $(FIXED_LOCALE) \
 	--temp-instance=./tmp_check_iso \

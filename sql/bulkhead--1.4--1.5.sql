@@ -70,8 +70,9 @@ CREATE OR REPLACE VIEW @extschema@.bulkhead_activity AS
       LEFT JOIN @extschema@.bulkhead_priority_activity() p
              ON p.pid = a.pid AND p.workload = a.workload;
 
--- Per workload per interval of bulkhead_history: the boosts, as its other
--- counts are
+-- Per row of bulkhead_history: the boosts, as its other counts are
+-- (summed per workload and interval: a workload deleted and made again in
+-- an interval has two rows there)
 CREATE FUNCTION @extschema@.bulkhead_history_boosts(
     OUT workload text,
     OUT interval_start timestamptz,
@@ -84,7 +85,10 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 CREATE OR REPLACE VIEW @extschema@.bulkhead_history AS
     SELECT h.*, b.boosts, b.boosts_borrowed
       FROM @extschema@.bulkhead_history() h
-      LEFT JOIN @extschema@.bulkhead_history_boosts() b
+      LEFT JOIN (SELECT workload, interval_start, sum(boosts)::bigint AS boosts,
+                        sum(boosts_borrowed)::bigint AS boosts_borrowed
+                   FROM @extschema@.bulkhead_history_boosts()
+                  GROUP BY workload, interval_start) b
              ON b.workload = h.workload AND b.interval_start = h.interval_start
      ORDER BY h.interval_start, h.workload;
 
@@ -101,3 +105,31 @@ CREATE FUNCTION @extschema@.bulkhead_classify(
 RETURNS record
 AS 'MODULE_PATHNAME', 'bulkhead_classify_query'
 LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+-- bulkhead_statements: per role (userid) and database (dbid) that ran the
+-- statement too, appended; a role sees the queryid and the memory figures
+-- of its own roles' rows only (all of them with pg_read_all_stats), NULL
+-- in the others, as pg_stat_statements hides another role's queryid.  The
+-- view is replaced (its privileges stay), then 1.4's function, which it
+-- no longer uses, is dropped.
+CREATE FUNCTION @extschema@.bulkhead_statements_by_role(
+    OUT queryid bigint,
+    OUT workload text,
+    OUT calls bigint,
+    OUT waits bigint,
+    OUT wait_time_total_ms double precision,
+    OUT wait_time_max_ms double precision,
+    OUT rejected bigint,
+    OUT timed_out bigint,
+    OUT moved_in bigint,
+    OUT max_memory_requested bigint,
+    OUT shrunk bigint,
+    OUT userid oid,
+    OUT dbid oid)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'bulkhead_statements_by_role'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE OR REPLACE VIEW @extschema@.bulkhead_statements AS
+    SELECT * FROM @extschema@.bulkhead_statements_by_role();
+
+DROP FUNCTION @extschema@.bulkhead_statements();

@@ -550,8 +550,9 @@ RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'bulkhead_history'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
--- 1.5: per workload per interval of bulkhead_history: the boosts, as its
--- other counts are
+-- 1.5: per row of bulkhead_history: the boosts, as its other counts are
+-- (summed per workload and interval: a workload deleted and made again in
+-- an interval has two rows there)
 CREATE FUNCTION @extschema@.bulkhead_history_boosts(
     OUT workload text,
     OUT interval_start timestamptz,
@@ -564,14 +565,20 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 CREATE VIEW @extschema@.bulkhead_history AS
     SELECT h.*, b.boosts, b.boosts_borrowed
       FROM @extschema@.bulkhead_history() h
-      LEFT JOIN @extschema@.bulkhead_history_boosts() b
+      LEFT JOIN (SELECT workload, interval_start, sum(boosts)::bigint AS boosts,
+                        sum(boosts_borrowed)::bigint AS boosts_borrowed
+                   FROM @extschema@.bulkhead_history_boosts()
+                  GROUP BY workload, interval_start) b
              ON b.workload = h.workload AND b.interval_start = h.interval_start
      ORDER BY h.interval_start, h.workload;
 
 -- bulkhead_statements: what admission did per (queryid, workload), while
 -- bulkhead.track_statements is on; join pg_stat_statements on queryid for
--- the text.
-CREATE FUNCTION @extschema@.bulkhead_statements(
+-- the text.  1.5: per role (userid) and database (dbid) that ran the
+-- statement too, appended; a role sees the queryid and the memory figures
+-- of its own roles' rows only (all of them with pg_read_all_stats), NULL
+-- in the others, as pg_stat_statements hides another role's queryid.
+CREATE FUNCTION @extschema@.bulkhead_statements_by_role(
     OUT queryid bigint,
     OUT workload text,
     OUT calls bigint,
@@ -582,13 +589,15 @@ CREATE FUNCTION @extschema@.bulkhead_statements(
     OUT timed_out bigint,
     OUT moved_in bigint,
     OUT max_memory_requested bigint,
-    OUT shrunk bigint)
+    OUT shrunk bigint,
+    OUT userid oid,
+    OUT dbid oid)
 RETURNS SETOF record
-AS 'MODULE_PATHNAME', 'bulkhead_statements'
+AS 'MODULE_PATHNAME', 'bulkhead_statements_by_role'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 CREATE VIEW @extschema@.bulkhead_statements AS
-    SELECT * FROM @extschema@.bulkhead_statements();
+    SELECT * FROM @extschema@.bulkhead_statements_by_role();
 
 CREATE FUNCTION @extschema@.bulkhead_statements_reset()
 RETURNS void

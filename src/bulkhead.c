@@ -29,6 +29,8 @@
 #include "record/waitlog.h"
 #include "worker/worker.h"
 #include "memory/grantstate.h"
+#include "memory/grantqueue.h"
+#include "memory/memory.h"
 #include "views/explainopt.h"
 
 #include "fmgr.h"
@@ -99,6 +101,8 @@ _PG_init(void)
 	bulkhead_rules_init();
 	bulkhead_importance_init();
 	bulkhead_grants_init();
+	bulkhead_grants_queue_init();
+	bulkhead_memory_settings_init();
 	bulkhead_history_init();
 	bulkhead_statements_init();
 	bulkhead_waitlog_init();

@@ -75,6 +75,13 @@ typedef struct MemBackend
 	uint8		boost;			/* BulkheadBoost of its last wait: a lock
 								 * holder served ahead, or over the limit */
 	BulkheadGrant wait;			/* the path of the request it waits for */
+	bool		small;			/* (1.5) its wait's request was under
+								 * bulkhead.small_memory_request when it
+								 * began: served while it fits, whoever
+								 * waits before it.  Written by the backend
+								 * itself, under the lock, as it joins the
+								 * queue; read under the lock by whoever
+								 * serves it */
 } MemBackend;
 
 typedef struct BulkheadGrants

@@ -17,6 +17,23 @@
  * after it takes what it waits for); a waiter of another tree, where
  * memory is free, is served.
  *
+ * Small requests (1.5).  A request under bulkhead.small_memory_request
+ * (as requested, before a level's limit cuts it) is served while it fits
+ * at every level of its path and the server's, even when a larger one
+ * waits before it, as SQL Server's small-query semaphore: a new one is
+ * granted at once when it fits (the walk is not even made), a queued one
+ * when it fits at a serve, in its place in the order above, whatever the
+ * waiters before it block.  Whether a wait is small is decided when it
+ * begins (its backend's setting then; a reload changes the waits that
+ * begin after it).  A small waiter that does not fit blocks what it is
+ * short of, as any other, so that a larger one after it does not take what
+ * it waits for.  The hard bound is unchanged (nothing is granted that does
+ * not fit), and so is the order among the others.  Starvation: a stream of
+ * small requests that keeps a level's memory in use can keep a larger
+ * waiter from being served; its wait still ends at its memory_timeout, and
+ * it runs then with what is free, shrunk (grants.c).  What the smalls hold
+ * at once is at most their running statements times the threshold.
+ *
  * Cost.  With every waiter normal and none boosted (nranked 0), ranks fall
  * as arrival rises (an older waiter has aged at least as much), so the
  * order is arrival's: the list is walked once, as in 1.4, with no clock
@@ -34,8 +51,14 @@
 
 #include "storage/latch.h"
 #include "storage/proc.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
+
+/*---- GUC variables ----*/
+
+/* bulkhead.small_memory_request, kB: 1MB; 0 turns it off */
+int			bulkhead_small_memory_request_kb = 1024;
 
 /* Scratch of this backend for the queue's order: a stamp per level */
 static uint32 *marks = NULL;
@@ -56,6 +79,7 @@ bulkhead_grants_queue_push(int procno)
 {
 	MemBackend *b = &bulkhead_grants_shared->backends[procno];
 
+	b->small = bulkhead_grants_small(b->want_requested);
 	b->prev = bulkhead_grants_shared->tail;
 	b->next = -1;
 	if (bulkhead_grants_shared->tail >= 0)
@@ -204,7 +228,8 @@ visit(int rank, TimestampTz now, MemWakeups *w)
 		if (rank < 0 ||
 			bulkhead_importance_rank(b->importance, b->boost, b->queued_at, now) == rank)
 		{
-			if (!blocked(&b->wait) && bulkhead_grants_fits(&b->wait, b->want, false))
+			if ((b->small || !blocked(&b->wait)) &&
+				bulkhead_grants_fits(&b->wait, b->want, false))
 			{
 				if (w != NULL)
 					grant_waiter(p, w);
@@ -240,8 +265,10 @@ walk(int min_rank, MemWakeups *w)
 
 bool
 bulkhead_grants_queue_blocks(const BulkheadGrant *g, int64 bytes,
-							 bool shadow_too, int importance)
+							 int64 requested, bool shadow_too, int importance)
 {
+	if (bulkhead_grants_small(requested))
+		return !bulkhead_grants_fits(g, bytes, shadow_too);
 	walk(importance, NULL);
 	return blocked(g) || !bulkhead_grants_fits(g, bytes, shadow_too);
 }
@@ -250,4 +277,19 @@ void
 bulkhead_grants_serve(MemWakeups *w)
 {
 	walk(BULKHEAD_IMPORTANCE_LOW, w);
+}
+
+/*---- Settings ----*/
+
+void
+bulkhead_grants_queue_init(void)
+{
+	DefineCustomIntVariable("bulkhead.small_memory_request",
+							"Memory requests under this size are granted while they fit, even when a larger request waits.",
+							"0 turns it off: every request waits behind the waiters before it.",
+							&bulkhead_small_memory_request_kb,
+							1024, 0, INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_KB,
+							NULL, NULL, NULL);
 }

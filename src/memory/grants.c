@@ -17,7 +17,10 @@
  * and each level where it is short (so that nothing after it takes what it
  * waits for); a waiter of another tree, where memory is free, is served.
  * With every waiter normal and none boosted, that is 1.4's arrival order,
- * worked out as 1.4 did.  A request larger than a level's max_memory is
+ * worked out as 1.4 did.  A small request (1.5: under
+ * bulkhead.small_memory_request) is not held up so: it is served whenever
+ * it fits, even when a larger one waits, which still runs at its
+ * memory_timeout, shrunk to what is free then.  A request larger than a level's max_memory is
  * cut to it first, and one that exceeds a level even so (the floors of a
  * shrunk statement) is granted once that level has nothing granted.
  *
@@ -363,7 +366,7 @@ bulkhead_grants_acquire(int slotno, const BulkheadMemRequest *req,
 		outcome->shrunk = true;
 	}
 	queue = bulkhead_grants_shared->head >= 0 ?
-		bulkhead_grants_queue_blocks(grant, want, shadow, importance) :
+		bulkhead_grants_queue_blocks(grant, want, requested, shadow, importance) :
 		!bulkhead_grants_fits(grant, want, shadow);
 	if (shadow || !queue)
 	{

@@ -2,14 +2,17 @@
  *
  * statements.c
  *	  bulkhead_statements (1.4): what admission did to each statement, per
- *	  (queryid, workload), and bulkhead_statements_reset().
+ *	  (queryid, workload), and bulkhead_statements_reset().  From 1.5 an
+ *	  entry is kept per role and database that ran the statement too (the
+ *	  view shows a role only the queryids and requests of its own roles'
+ *	  entries: statementsview.c).
  *
  * The queryid is the client's top-level statement's, as
  * pg_stat_activity.query_id shows it (pgstat_get_my_query_id): computed by
  * PostgreSQL when compute_query_id is on, or auto with a module that asks
  * for it (pg_stat_statements), and reported while track_activities is on.
  * A statement without one (0) is not counted.  No text is kept: the view
- * joins pg_stat_statements on queryid.
+ * joins pg_stat_statements on (queryid, userid, dbid).
  *
  * What is counted, while bulkhead.track_statements is on:
  * - calls: a top-level statement starts holding a permit of the workload
@@ -39,9 +42,11 @@
  *
  * Owns BulkheadStatements and its table (statements.h says which lock
  * protects what), the backend-local keys of its permits, and the settings
- * bulkhead.track_statements and bulkhead.max_statements.  Called by hooks.c (calls), permit.c and
- * local.c (admission, through outcome.h), bulkhead.c (init), memory.c
- * (grants) and PostgreSQL's function manager; calls shmem.c.
+ * bulkhead.track_statements and bulkhead.max_statements.  Called by
+ * hooks.c (calls), permit.c and local.c (admission, through outcome.h),
+ * bulkhead.c (init), memory.c (grants), statementsview.c (the view's
+ * reads, a batch at a time) and PostgreSQL's function manager (the
+ * reset); calls shmem.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -60,9 +65,7 @@
 #include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
-#include "utils/tuplestore.h"	/* funcapi.h includes it only up to 18 */
 
-PG_FUNCTION_INFO_V1(bulkhead_statements);
 PG_FUNCTION_INFO_V1(bulkhead_statements_reset);
 
 /*---- GUC variables ----*/
@@ -73,27 +76,8 @@ int			bulkhead_max_statements = 5000;
 #define EVICT_PERCENT		5
 #define EVICT_MIN			10
 
-/* An entry's key: zero-padded, compared as bytes, hashed by key_hash */
-typedef struct StatementKey
-{
-	int64		queryid;
-	uint32		name_hash;		/* of workload: a function of it */
-	char		workload[NAMEDATALEN];
-} StatementKey;
-
-/* What one event adds to an entry */
-typedef struct StatementCounts
-{
-	int64		calls;
-	int64		waits;
-	int64		wait_time_total_us;
-	int64		wait_time_max_us;
-	int64		rejected;
-	int64		timed_out;
-	int64		moved_in;
-	int64		max_memory_requested;
-	int64		shrunk;
-} StatementCounts;
+typedef BulkheadStatementKey StatementKey;
+typedef BulkheadStatementCounts StatementCounts;
 
 typedef struct StatementEntry
 {
@@ -140,8 +124,10 @@ key_hash(const void *key, Size keysize)
 {
 	const StatementKey *k = key;
 
-	return hash_combine(hash_bytes_uint32((uint32) k->queryid) ^
-						(uint32) ((uint64) k->queryid >> 32), k->name_hash);
+	return hash_combine(hash_combine(hash_bytes_uint32((uint32) k->queryid) ^
+									 (uint32) ((uint64) k->queryid >> 32),
+									 hash_bytes_uint32(k->userid) ^ k->dbid),
+						k->name_hash);
 }
 
 /*---- Settings and shared memory ----*/
@@ -277,12 +263,25 @@ add_counts(StatementEntry *e, const StatementCounts *c)
 	e->counts.shrunk += c->shrunk;
 }
 
+/*
+ * The role and database of the statement: the outer role (a SECURITY
+ * DEFINER function the statement calls does not change it), as the
+ * queryid is the client's top-level statement's, which that role ran.
+ */
+static void
+key_set_user(StatementKey *key)
+{
+	key->userid = GetOuterUserId();
+	key->dbid = MyDatabaseId;
+}
+
 /* The key of (queryid, workload): zero-padded, with the name's hash */
 static void
 make_key(StatementKey *key, int64 queryid, const char *workload)
 {
 	memset(key, 0, sizeof(StatementKey));
 	key->queryid = queryid;
+	key_set_user(key);
 	strlcpy(key->workload, workload, NAMEDATALEN);
 	key->name_hash = name_hash(key->workload);
 }
@@ -397,6 +396,7 @@ bulkhead_statements_count_call_slow(void)
 			!held_key(entry, held))
 			continue;
 		held->key.queryid = queryid;
+		key_set_user(&held->key);	/* a SET ROLE keeps the grant */
 		count(&held->key, &one_call);
 	}
 }
@@ -461,72 +461,68 @@ bulkhead_statements_note_memory(int slotno, int64 requested, bool shrunk)
 	note(name, &c);
 }
 
-/*---- The view and the reset ----*/
+/*---- The view's reads and the reset ----*/
 
-#define STATEMENTS_COLS		11
-
-static Datum
-ms_datum(int64 usec)
+/* The order of keys the view reads in: queryid, role, database, workload */
+static int
+key_cmp(const StatementKey *a, const StatementKey *b)
 {
-	return Float8GetDatum((double) usec / 1000.0);
+	if (a->queryid != b->queryid)
+		return a->queryid < b->queryid ? -1 : 1;
+	if (a->userid != b->userid)
+		return a->userid < b->userid ? -1 : 1;
+	if (a->dbid != b->dbid)
+		return a->dbid < b->dbid ? -1 : 1;
+	return strcmp(a->workload, b->workload);
+}
+
+static int
+copy_cmp(const void *a, const void *b)
+{
+	return key_cmp(&((const BulkheadStatementCopy *) a)->key,
+				   &((const BulkheadStatementCopy *) b)->key);
 }
 
 /*
- * bulkhead_statements(): every entry, copied under lock held shared (each
- * under its spinlock) into memory allocated before it is taken; the tuples
- * are made after it is released.
+ * A batch of the table, the smallest keys after *after: every entry is
+ * looked at, those past the batch's cut are skipped at once; out, when it
+ * fills (2 * batch), is sorted and cut to batch, which lowers the cut.  A
+ * read of n entries costs n / batch passes of the table, each under lock
+ * held shared; it allocates nothing (out is the caller's, qsort sorts in
+ * place) and never throws.
  */
-Datum
-bulkhead_statements(PG_FUNCTION_ARGS)
+int
+bulkhead_statements_copy(BulkheadStatementCopy *out, int batch,
+						 const BulkheadStatementKey *after)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	StatementEntry *copies;
 	HASH_SEQ_STATUS seq;
 	StatementEntry *e;
+	StatementKey cut;
+	bool		cut_set = false;
 	int			n = 0;
-	int			i;
-
-	bulkhead_check_loaded();
-	InitMaterializedSRF(fcinfo, 0);
-	copies = palloc(mul_size(sizeof(StatementEntry), stmts->max));
 
 	LWLockAcquire(stmts->lock, LW_SHARED);
 	hash_seq_init(&seq, table);
 	while ((e = hash_seq_search(&seq)) != NULL)
 	{
-		if (n >= stmts->max)
-			continue;			/* cannot be: the table holds max */
-		copies[n].key = e->key;
+		if ((after != NULL && key_cmp(&e->key, after) <= 0) ||
+			(cut_set && key_cmp(&e->key, &cut) >= 0))
+			continue;
+		out[n].key = e->key;
 		SpinLockAcquire(&e->mutex);
-		copies[n].counts = e->counts;
+		out[n].counts = e->counts;
 		SpinLockRelease(&e->mutex);
-		n++;
+		if (++n == 2 * batch)
+		{
+			qsort(out, n, sizeof(BulkheadStatementCopy), copy_cmp);
+			n = batch;
+			cut = out[batch - 1].key;
+			cut_set = true;
+		}
 	}
 	LWLockRelease(stmts->lock);
-
-	for (i = 0; i < n; i++)
-	{
-		const StatementCounts *c = &copies[i].counts;
-		Datum		values[STATEMENTS_COLS];
-		bool		nulls[STATEMENTS_COLS] = {0};
-		int			col = 0;
-
-		values[col++] = Int64GetDatum(copies[i].key.queryid);
-		values[col++] = CStringGetTextDatum(copies[i].key.workload);
-		values[col++] = Int64GetDatum(c->calls);
-		values[col++] = Int64GetDatum(c->waits);
-		values[col++] = ms_datum(c->wait_time_total_us);
-		values[col++] = ms_datum(c->wait_time_max_us);
-		values[col++] = Int64GetDatum(c->rejected);
-		values[col++] = Int64GetDatum(c->timed_out);
-		values[col++] = Int64GetDatum(c->moved_in);
-		values[col++] = Int64GetDatum(c->max_memory_requested);
-		values[col++] = Int64GetDatum(c->shrunk);
-		Assert(col == STATEMENTS_COLS);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
-	pfree(copies);
-	return (Datum) 0;
+	qsort(out, n, sizeof(BulkheadStatementCopy), copy_cmp);
+	return Min(n, batch);
 }
 
 /* bulkhead_statements_reset(): every entry removed */

@@ -2,7 +2,8 @@
  *
  * statements.h
  *	  bulkhead_statements (1.4): what admission did, per (queryid,
- *	  workload), in a fixed-size shared table (statements.c).
+ *	  workload, and from 1.5 the role and database that ran it), in a
+ *	  fixed-size shared table (statements.c).
  *
  * Shared state and its locks
  * --------------------------
@@ -31,6 +32,40 @@
 #define BULKHEAD_STATEMENTS_H
 
 #include "shmem/base.h"
+
+/*
+ * An entry's key: zero-padded (it is hashed and compared as bytes, padding
+ * included), the workload's name hash a function of the name.
+ */
+typedef struct BulkheadStatementKey
+{
+	int64		queryid;
+	Oid			userid;			/* 1.5: the role that ran the statement */
+	Oid			dbid;			/* 1.5: in this database */
+	uint32		name_hash;		/* of workload */
+	char		workload[NAMEDATALEN];
+} BulkheadStatementKey;
+
+/* An entry's figures (what one event adds, or an entry's sums) */
+typedef struct BulkheadStatementCounts
+{
+	int64		calls;
+	int64		waits;
+	int64		wait_time_total_us;
+	int64		wait_time_max_us;
+	int64		rejected;
+	int64		timed_out;
+	int64		moved_in;
+	int64		max_memory_requested;
+	int64		shrunk;
+} BulkheadStatementCounts;
+
+/* An entry as the view reads it */
+typedef struct BulkheadStatementCopy
+{
+	BulkheadStatementKey key;
+	BulkheadStatementCounts counts;
+} BulkheadStatementCopy;
 
 /*---- GUC variables (statements.c) ----*/
 extern bool bulkhead_track_statements;	/* bulkhead.track_statements */
@@ -78,5 +113,15 @@ extern void bulkhead_statements_note_admit(const char *workload, bool rejected,
  */
 extern void bulkhead_statements_note_memory(int slotno, int64 requested,
 											bool shrunk);
+
+/*
+ * The view's read (statementsview.c), a batch at a time: into out (room
+ * for 2 * batch copies, allocated by the caller), the entries whose keys
+ * come after *after (NULL: from the first) in the keys' order, the batch
+ * first of them, in that order; returns how many (fewer than batch: the
+ * last batch).  Takes lock shared, each entry's spinlock; never throws.
+ */
+extern int	bulkhead_statements_copy(BulkheadStatementCopy *out, int batch,
+									 const BulkheadStatementKey *after);
 
 #endif							/* BULKHEAD_STATEMENTS_H */

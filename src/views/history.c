@@ -126,7 +126,13 @@ bulkhead_history_shmem_startup(void)
 	{
 		char	   *ptr = (char *) history + MAXALIGN(sizeof(BulkheadHistory));
 
-		memset(history, 0, history_size());
+		/*
+		 * The rows are left as they are (zero pages, or whatever): only the
+		 * rows an interval counts are read, once written.  So a large ring
+		 * costs address space, not memory, until it fills.
+		 */
+		memset(history, 0, MAXALIGN(sizeof(BulkheadHistory)) +
+			   MAXALIGN(sizeof(HistoryInterval) * bulkhead_history_length));
 		history->lock = &GetNamedLWLockTranche("bulkhead history")[0].lock;
 		history->length = bulkhead_history_length;
 		history->nslots = bulkhead_max_workloads;
@@ -136,6 +142,7 @@ bulkhead_history_shmem_startup(void)
 		history->rows = (HistoryRow *) ptr;
 		ptr += MAXALIGN(sizeof(HistoryRow) * history->length * history->nslots);
 		history->prev = (HistoryPrev *) ptr;
+		memset(history->prev, 0, sizeof(HistoryPrev) * history->nslots);
 	}
 	LWLockRelease(AddinShmemInitLock);
 	return !found;
@@ -297,9 +304,10 @@ sample(TimestampTz now)
 			history->last_sample : history->started_at;
 		interval->end = now;
 		interval->nrows = nrows;
-		memcpy(&history->rows[history->next * nslots], rows,
+		memcpy(&history->rows[(Size) history->next * nslots], rows,
 			   sizeof(HistoryRow) * nrows);
 		history->next = (history->next + 1) % history->length;
+		history->written++;
 		if (history->count < history->length)
 			history->count++;
 		LWLockRelease(history->lock);
@@ -348,10 +356,28 @@ bulkhead_history_save(int code, Datum arg)
 		bulkhead_historyfile_save(history);
 }
 
+/*
+ * The intervals saved at the last clean shutdown, each row checked against
+ * what this server can count: its backends, its permit entries, the top of
+ * a histogram, and twice the largest max_memory a memory setting can take
+ * (grants pass a level's max_memory by 64 kB per node of a shrunk
+ * statement only).
+ */
 void
 bulkhead_history_restore(void)
 {
-	bulkhead_historyfile_restore(history);
+	HistoryLimits limits;
+	BulkheadHistogram top;
+
+	memset(&top, 0, sizeof(top));
+	top.count[BULKHEAD_HIST_BUCKETS - 1] = 1;
+	limits.backends = bulkhead_shared->nbackends;
+	limits.permits = bulkhead_shared->nbackends * bulkhead_shared->permits_per_backend;
+	limits.max_p99_us = bulkhead_hist_percentile(&top, 0.99);
+	limits.max_memory = (int64) MAX_KILOBYTES * 1024 * 2;
+	bulkhead_historyfile_restore(history, &limits);
+	/* the n-th interval written lies at n % length (nothing else runs) */
+	history->written = history->next + (history->next < history->count ? history->length : 0);
 }
 
 /*---- The view ----*/
@@ -385,122 +411,114 @@ put_row(ReturnSetInfo *rsinfo, const HistoryInterval *interval,
 }
 
 /*
- * The ring's intervals, oldest first, and their rows (interval n's at
- * n * history->nslots), copied under its lock held shared into memory
- * allocated before the lock is taken.  Returns how many intervals.
+ * A reader of the ring: a batch of rows at a time, so that a read never
+ * allocates in proportion to the ring (bulkhead.history_length *
+ * bulkhead.max_workloads rows: 14 million at most, over 2 GB).
  */
-static int
-copy_ring(HistoryInterval **intervals_out, HistoryRow **rows_out)
-{
-	HistoryInterval *intervals;
-	HistoryRow *rows;
-	int			count;
-	int			n;
+#define HISTORY_BATCH	1024	/* rows copied per hold of the lock */
 
-	intervals = palloc(sizeof(HistoryInterval) * history->length);
-	rows = palloc(mul_size(sizeof(HistoryRow), (Size) history->length * history->nslots));
+typedef struct HistoryReader
+{
+	uint64		seq;			/* the interval being read: the seq-th written */
+	int			next_row;		/* its first row not yet copied */
+	HistoryInterval interval;	/* its copy */
+	int			nrows;			/* rows copied into rows[] */
+	HistoryRow	rows[HISTORY_BATCH];
+} HistoryReader;
+
+/*
+ * The next batch of rows, oldest interval first, copied under the ring's
+ * lock held shared (nothing allocated or thrown while it is held).  An
+ * interval the worker overwrote since the last batch is skipped (the ring
+ * moved on: the read goes on from its oldest interval).  False when no
+ * row is left.
+ */
+static bool
+read_batch(HistoryReader *rd)
+{
+	bool		found = false;
 
 	LWLockAcquire(history->lock, LW_SHARED);
-	count = history->count;
-	for (n = 0; n < count; n++)
+	if (rd->seq < history->written - history->count)
 	{
-		int			i = (history->next - count + n + history->length) % history->length;
+		rd->seq = history->written - history->count;
+		rd->next_row = 0;
+	}
+	for (; rd->seq < history->written; rd->seq++, rd->next_row = 0)
+	{
+		int			i = (int) (rd->seq % history->length);
+		const HistoryInterval *interval = &history->intervals[i];
 
-		intervals[n] = history->intervals[i];
-		memcpy(&rows[n * history->nslots], &history->rows[i * history->nslots],
-			   sizeof(HistoryRow) * intervals[n].nrows);
+		if (rd->next_row >= interval->nrows)
+			continue;
+		rd->interval = *interval;
+		rd->nrows = Min(interval->nrows - rd->next_row, HISTORY_BATCH);
+		memcpy(rd->rows, &history->rows[(Size) i * history->nslots + rd->next_row],
+			   sizeof(HistoryRow) * rd->nrows);
+		rd->next_row += rd->nrows;
+		found = true;
+		break;
 	}
 	LWLockRelease(history->lock);
-	*intervals_out = intervals;
-	*rows_out = rows;
-	return count;
+	return found;
 }
 
 /*
  * bulkhead_history(): every row of the ring, oldest interval first; the
- * tuples are made after the ring's lock is released.
+ * tuples are made after the ring's lock is released, a batch at a time.
  */
 Datum
 bulkhead_history(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	HistoryInterval *intervals;
-	HistoryRow *rows;
-	int			count;
-	int			n;
+	HistoryReader *rd;
+	int			r;
 
 	bulkhead_check_loaded();
 	InitMaterializedSRF(fcinfo, 0);
-	count = copy_ring(&intervals, &rows);
-	for (n = 0; n < count; n++)
+	rd = palloc0(sizeof(HistoryReader));
+	while (read_batch(rd))
 	{
-		int			r;
-
-		for (r = 0; r < intervals[n].nrows; r++)
-			put_row(rsinfo, &intervals[n], &rows[n * history->nslots + r]);
+		for (r = 0; r < rd->nrows; r++)
+			put_row(rsinfo, &rd->interval, &rd->rows[r]);
 	}
-	pfree(intervals);
-	pfree(rows);
+	pfree(rd);
 	return (Datum) 0;
 }
 
 /*
  * bulkhead_history_boosts() (1.5): the boost counters of every row of the
- * ring, one row per workload and interval, which the view joins to
- * bulkhead_history()'s by workload and interval (bulkhead_history() keeps the columns of 1.4, so that the
- * update replaces the view, keeping its privileges).
+ * ring, which the view sums per workload and interval and joins to
+ * bulkhead_history()'s (bulkhead_history() keeps the columns of 1.4, so
+ * that the update replaces the view, keeping its privileges).  A workload
+ * deleted and made again while its last permits drained has two rows in
+ * an interval: the view's sum makes one of them, so that its join never
+ * doubles a row.
  */
 Datum
 bulkhead_history_boosts(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	HistoryInterval *intervals;
-	HistoryRow *rows;
-	int			count;
-	int			n;
+	HistoryReader *rd;
+	int			r;
 
 	bulkhead_check_loaded();
 	InitMaterializedSRF(fcinfo, 0);
-	count = copy_ring(&intervals, &rows);
-	for (n = 0; n < count; n++)
+	rd = palloc0(sizeof(HistoryReader));
+	while (read_batch(rd))
 	{
-		const HistoryRow *first = &rows[n * history->nslots];
-		int			r;
-
-		for (r = 0; r < intervals[n].nrows; r++)
+		for (r = 0; r < rd->nrows; r++)
 		{
 			Datum		values[4];
 			bool		nulls[4] = {0};
-			int64		boosts = 0;
-			int64		borrowed = 0;
-			int			o;
 
-			/*
-			 * One row per name, so that the view's join never doubles a
-			 * row: a workload deleted and made again while its last
-			 * permits drained has two rows in an interval, each shown
-			 * with their sum.
-			 */
-			for (o = 0; o < r; o++)
-				if (strcmp(first[o].workload, first[r].workload) == 0)
-					break;
-			if (o < r)
-				continue;
-			for (o = r; o < intervals[n].nrows; o++)
-			{
-				if (strcmp(first[o].workload, first[r].workload) != 0)
-					continue;
-				boosts += first[o].count[C_BOOSTS];
-				borrowed += first[o].count[C_BORROWED];
-			}
-			values[0] = CStringGetTextDatum(first[r].workload);
-			values[1] = TimestampTzGetDatum(intervals[n].start);
-			values[2] = Int64GetDatum(boosts);
-			values[3] = Int64GetDatum(borrowed);
+			values[0] = CStringGetTextDatum(rd->rows[r].workload);
+			values[1] = TimestampTzGetDatum(rd->interval.start);
+			values[2] = Int64GetDatum(rd->rows[r].count[C_BOOSTS]);
+			values[3] = Int64GetDatum(rd->rows[r].count[C_BORROWED]);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
 	}
-	pfree(intervals);
-	pfree(rows);
+	pfree(rd);
 	return (Datum) 0;
 }

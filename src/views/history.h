@@ -10,10 +10,12 @@
  * history.c's alone:
  *
  * - lock (an LWLock of its own, tranche "bulkhead history") protects the
- *   ring: intervals[], rows[], next and count.  Only the background worker
- *   writes them (exclusive, once per interval, with the rows made before
- *   it takes the lock); bulkhead_history() copies them out under the lock
- *   held shared.  Nothing is thrown while it is held.
+ *   ring: intervals[], rows[], next, count and written.  Only the
+ *   background worker writes them (exclusive, once per interval, with the
+ *   rows made before it takes the lock); bulkhead_history() copies them
+ *   out under the lock held shared, a bounded batch of rows at a time
+ *   (written tells it where the interval it was reading lies when it takes
+ *   the lock again).  Nothing is thrown while it is held.
  * - prev[] (one per workload slot: the figures of the last sample) and
  *   last_sample are the worker's alone, read and written by it without a
  *   lock; they stay in shared memory so that a restarted worker goes on

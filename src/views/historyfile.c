@@ -11,6 +11,11 @@
  * counters in its rows; a file of format 1 (1.4) is read too, its rows'
  * boosts zero, so that an update of the library keeps the history.
  *
+ * Each row read back is checked (1.5): a count, a p99 or a peak that its
+ * field cannot hold (a negative count, a NaN, more running than the
+ * server has permits: a damaged file) drops that row, with a LOG line
+ * naming the file, the row and what was wrong; the other rows are kept.
+ *
  * At the postmaster's start (restore) and clean shutdown (save) nothing
  * else runs, and no lock is taken.  Owns no state (the ring is history.c's,
  * which calls here).  Calls no module.
@@ -23,6 +28,7 @@
 
 #include "pgstat.h"
 #include "storage/fd.h"
+#include "utils/timestamp.h"
 
 #define HISTORY_FILE		PGSTAT_STAT_PERMANENT_DIRECTORY "/bulkhead_history.stat"
 #define HISTORY_FILE_TMP	HISTORY_FILE ".tmp"
@@ -108,53 +114,121 @@ error:
 	unlink(HISTORY_FILE_TMP);
 }
 
-/* Read one saved interval into the ring (the oldest is overwritten) */
-/* A row read back: no count below 0, a p99 a number (-1: none), no negative peak */
-static bool
-row_valid(const HistoryRow *row)
-{
-	int			c;
+/* The names of a row's counts, as the view's columns */
+static const char *const count_names[NCOUNTS] = {
+	"acquired", "released", "rejected_full", "timed_out", "cancelled",
+	"moved_in", "moved_out", "memory_waits", "boosts", "boosts_borrowed"
+};
 
-	for (c = 0; c < NCOUNTS; c++)
-		if (row->count[c] < 0)
-			return false;
-	return !isnan(row->wait_p99_us) && row->wait_p99_us >= -1 &&
-		!isnan(row->hold_p99_us) && row->hold_p99_us >= -1 &&
-		row->peak_running >= 0 && row->peak_queued >= 0 &&
-		row->peak_memory_granted >= 0;
+/* A p99 read back is -1 (none) or a duration up to the histogram's top */
+static bool
+p99_valid(const char *name, double v, const HistoryLimits *limits,
+		  char *why, size_t len)
+{
+	if (v == -1 || (v >= 0 && v <= limits->max_p99_us))
+		return true;
+	if (isnan(v) || isinf(v) || v < 0)
+		snprintf(why, len, "%s %s is not a duration", name,
+				 isnan(v) ? "NaN" : isinf(v) ? "infinite" : "negative");
+	else
+		snprintf(why, len, "%s %.0f microseconds is out of range (at most %.0f)",
+				 name, v, limits->max_p99_us);
+	return false;
 }
 
 static bool
-restore_interval(BulkheadHistory *history, FILE *file, uint32 format)
+peak_valid(const char *name, int64 v, int64 max, char *why, size_t len)
+{
+	if (v >= 0 && v <= max)
+		return true;
+	snprintf(why, len, "%s " INT64_FORMAT " is out of range (0 to " INT64_FORMAT ")",
+			 name, v, max);
+	return false;
+}
+
+/*
+ * Is a row read back within what its fields can mean?  Counts: none below
+ * 0, none above one event per microsecond of the interval per backend;
+ * p99s: -1 (none) or a duration a histogram can give; peaks: what this
+ * server's permits (and its memory settings) allow.  If not, why says what.
+ */
+static bool
+row_valid(const HistoryRow *row, const HistoryInterval *interval,
+		  const HistoryLimits *limits, char *why, size_t len)
+{
+	double		max_events = ((double) (interval->end - interval->start) + 1.0) *
+		limits->backends;
+	int			c;
+
+	for (c = 0; c < NCOUNTS; c++)
+	{
+		if (row->count[c] >= 0 && (double) row->count[c] <= max_events)
+			continue;
+		snprintf(why, len, "%s " INT64_FORMAT " is out of range (0 to %.0f)",
+				 count_names[c], row->count[c], max_events);
+		return false;
+	}
+	return p99_valid("wait_p99", row->wait_p99_us, limits, why, len) &&
+		p99_valid("hold_p99", row->hold_p99_us, limits, why, len) &&
+		peak_valid("peak_running", row->peak_running, limits->permits, why, len) &&
+		peak_valid("peak_queued", row->peak_queued, limits->permits, why, len) &&
+		peak_valid("peak_memory_granted", row->peak_memory_granted,
+				   limits->max_memory, why, len);
+}
+
+/* A row dropped: a LOG line naming the file, the row and what was wrong */
+static void
+log_dropped(const HistoryRow *row, const HistoryInterval *interval,
+			const char *why)
+{
+	ereport(LOG,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("ignoring a row of bulkhead history file \"%s\"", HISTORY_FILE),
+			 errdetail("Workload \"%s\" in the interval ending at %s: %s.",
+					   row->workload, timestamptz_to_str(interval->end), why)));
+}
+
+/*
+ * Read one saved interval into the ring (the oldest is overwritten), its
+ * rows checked one by one: a row out of range is dropped, the others kept.
+ * False when the file ends early (or its interval cannot be one).
+ */
+static bool
+restore_interval(BulkheadHistory *history, FILE *file, uint32 format,
+				 const HistoryLimits *limits)
 {
 	HistoryInterval interval;
-	HistoryRow *rows = &history->rows[history->next * history->nslots];
-	HistoryRow	skipped;
+	HistoryRow *rows = &history->rows[(Size) history->next * history->nslots];
+	HistoryRow	row;
+	int			kept = 0;
 	int			r;
 
-	if (fread(&interval, sizeof(interval), 1, file) != 1 || interval.nrows < 0)
+	if (fread(&interval, sizeof(interval), 1, file) != 1 || interval.nrows < 0 ||
+		interval.end < interval.start)
 		return false;
 	for (r = 0; r < interval.nrows; r++)
 	{
-		/* with a lower bulkhead.max_workloads, the rows beyond are lost */
-		HistoryRow *row = r < history->nslots ? &rows[r] : &skipped;
+		char		why[160];
 
-		if (!(format == 1 ? read_row_v1(file, row) :
-			  fread(row, sizeof(HistoryRow), 1, file) == 1))
-			return false;
-		row->workload[NAMEDATALEN - 1] = '\0';
-		if (!row_valid(row))
+		if (!(format == 1 ? read_row_v1(file, &row) :
+			  fread(&row, sizeof(HistoryRow), 1, file) == 1))
 		{
 			/*
 			 * The rows went where the oldest interval kept lies when the
 			 * ring is full: that one is gone too (the oldest is next - count)
 			 */
-			if (history->count == history->length)
+			if (history->count == history->length && kept > 0)
 				history->count--;
 			return false;
 		}
+		row.workload[NAMEDATALEN - 1] = '\0';
+		if (!row_valid(&row, &interval, limits, why, sizeof(why)))
+			log_dropped(&row, &interval, why);
+		/* with a lower bulkhead.max_workloads, the rows beyond are lost */
+		else if (kept < history->nslots)
+			rows[kept++] = row;
 	}
-	interval.nrows = Min(interval.nrows, history->nslots);
+	interval.nrows = kept;
 	history->intervals[history->next] = interval;
 	history->next = (history->next + 1) % history->length;
 	if (history->count < history->length)
@@ -169,7 +243,8 @@ restore_interval(BulkheadHistory *history, FILE *file, uint32 format)
  * them back.
  */
 void
-bulkhead_historyfile_restore(BulkheadHistory *history)
+bulkhead_historyfile_restore(BulkheadHistory *history,
+							 const HistoryLimits *limits)
 {
 	uint32		header[4];
 	FILE	   *file;
@@ -196,7 +271,7 @@ bulkhead_historyfile_restore(BulkheadHistory *history)
 	}
 	for (n = 0; n < header[3]; n++)
 	{
-		if (!restore_interval(history, file, header[1]))
+		if (!restore_interval(history, file, header[1], limits))
 		{
 			ereport(LOG,
 					(errmsg("bulkhead history file \"%s\" ends early: %u of its %u intervals were read",

@@ -69,8 +69,13 @@ typedef struct BulkheadHistory
 	/* protected by lock */
 	int			next;			/* where the next interval goes */
 	int			count;			/* intervals kept, <= length */
+	uint64		written;		/* intervals ever put in the ring (1.5): the
+								 * n-th lies at n % length while n >=
+								 * written - count, so that a reader that
+								 * lets go of the lock finds its place */
 	HistoryInterval *intervals; /* length */
-	HistoryRow *rows;			/* length * nslots: interval i's at i * nslots */
+	HistoryRow *rows;			/* length * nslots: interval i's at i * nslots;
+								 * only an interval's nrows first are set */
 	/* the worker's alone */
 	TimestampTz last_sample;	/* end of the last interval; 0: none yet */
 	HistoryPrev *prev;			/* nslots */
