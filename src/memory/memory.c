@@ -421,16 +421,12 @@ bulkhead_memory_plan_of(const PlannedStmt *stmt)
 const BulkheadMemPlan *
 bulkhead_memory_read_peaks(const PlannedStmt *stmt)
 {
-	int			i;
+	const BulkheadMemPlan *mp = bulkhead_memory_plan_of(stmt);
 
-	for (i = bulkhead_memory_nheld - 1; i >= 0; i--)
-		if (held[i].plan != NULL && !held[i].utility && held[i].started &&
-			((const QueryDesc *) held[i].owner)->plannedstmt == stmt)
-		{
+	for (int i = 0; mp != NULL && i < bulkhead_memory_nheld; i++)
+		if (held[i].plan == mp && held[i].started)
 			bulkhead_nodepeak_read((QueryDesc *) held[i].owner, held[i].plan);
-			return held[i].plan;
-		}
-	return NULL;
+	return mp;
 }
 
 const BulkheadCaps *
