@@ -168,8 +168,8 @@ make_room(void)
  * The workload a statement is charged to: the automatic permit's, where it
  * is now; else the permit taken last; -1 without any.
  */
-static int
-charged_slot(void)
+int
+bulkhead_memory_charged_slot(void)
 {
 	TimestampTz latest = 0;
 	int			chosen = -1;
@@ -355,7 +355,7 @@ bulkhead_memory_start(QueryDesc *queryDesc, int eflags)
 	if (likely(!bulkhead_grants_active()) || !chargeable() ||
 		(eflags & EXEC_FLAG_EXPLAIN_ONLY))
 		return NULL;
-	slotno = charged_slot();
+	slotno = bulkhead_memory_charged_slot();
 	if (!bulkhead_grants_limited(slotno))
 		return NULL;
 	asked_settings(&wm, &hm);
@@ -408,14 +408,18 @@ bulkhead_memory_ending_slow(QueryDesc *queryDesc)
 }
 
 const BulkheadMemPlan *
-bulkhead_memory_plan_of(const PlannedStmt *stmt)
+bulkhead_memory_plan_of(const PlannedStmt *stmt, bool read_peaks)
 {
 	int			i;
 
 	for (i = bulkhead_memory_nheld - 1; i >= 0; i--)
 		if (held[i].plan != NULL && !held[i].utility &&
 			((const QueryDesc *) held[i].owner)->plannedstmt == stmt)
+		{
+			if (read_peaks && held[i].started)
+				bulkhead_nodepeak_read((QueryDesc *) held[i].owner, held[i].plan);
 			return held[i].plan;
+		}
 	return NULL;
 }
 
@@ -458,7 +462,7 @@ bulkhead_memory_utility_start(Node *stmt, int context)
 
 	if (likely(!bulkhead_grants_active()) || !chargeable())
 		return NULL;
-	slotno = charged_slot();
+	slotno = bulkhead_memory_charged_slot();
 	if (!bulkhead_grants_limited(slotno) ||
 		!bulkhead_memreq_utility(stmt, context, maintenance_work_mem,
 								 max_parallel_maintenance_workers, &req))
