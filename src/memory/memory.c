@@ -389,8 +389,12 @@ bulkhead_memory_started_slow(QueryDesc *queryDesc)
 		held[i].started)
 		return;
 	held[i].started = true;
-	if (held[i].plan != NULL)
-		bulkhead_nodelimit_install(queryDesc, held[i].plan);
+	if (held[i].plan == NULL)
+		return;
+	/* the work_mem its nodes started with (the caps in force, its start pin) */
+	held[i].plan->started_kb = (int) Min((double) work_mem,
+										 held[i].start_pins.value[BULKHEAD_CAP_WORK_MEM]);
+	bulkhead_nodelimit_install(queryDesc, held[i].plan);
 }
 
 void

@@ -115,6 +115,7 @@ typedef struct BulkheadMemPlan
 								 * nodes' limits (an aggregate's value, an
 								 * ARRAY sublink), from earlier runs */
 	int			start_kb;		/* work_mem while the executor starts */
+	int			started_kb;		/* ... as it was then (hash_mem_multiplier 1) */
 	uint64		queryid;		/* 0: none (feedback needs one) */
 	int			slotno;			/* the workload charged, -1 none */
 	bool		unbounded;		/* it may use memory no limit bounds (an

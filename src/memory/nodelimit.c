@@ -202,11 +202,14 @@ gather_exec(PlanState *ps)
 }
 
 /*
- * A Memoize's and a hashed Agg's limits, fixed at their start (with the
- * statement's start settings), set to the node's grant
+ * A Memoize's and a hashed Agg's limits, fixed at their start (with
+ * work_mem at started_kb, hash_mem_multiplier 1), set to the node's grant:
+ * a Memoize's is its limit, a hashed Agg's are scaled alike (its memory
+ * limit leaves room for its spill partitions' buffers when it expects to
+ * spill)
  */
 static void
-patch(PlanState *ps, BulkheadMemNode *node)
+patch(PlanState *ps, BulkheadMemNode *node, int started_kb)
 {
 	double		bytes = (double) Max(node->run_kb, 64) * 1024.0;
 
@@ -217,10 +220,10 @@ patch(PlanState *ps, BulkheadMemNode *node)
 	else if (IsA(ps, AggState) && ((AggState *) ps)->hash_mem_limit > 0)
 	{
 		AggState   *agg = (AggState *) ps;
+		double		scale = bytes / ((double) Max(started_kb, 64) * 1024.0);
 
-		agg->hash_mem_limit = (Size) bytes;
-		if (agg->hashentrysize > 0)
-			agg->hash_ngroups_limit = (uint64) Max(bytes / agg->hashentrysize, 1.0);
+		agg->hash_mem_limit = (Size) Max((double) agg->hash_mem_limit * scale, 64.0 * 1024);
+		agg->hash_ngroups_limit = (uint64) Max((double) agg->hash_ngroups_limit * scale, 1.0);
 	}
 }
 
@@ -259,7 +262,7 @@ install_walker(PlanState *ps, Install *in)
 
 		if (node->held_by != ps->plan->plan_node_id)
 			continue;
-		patch(ps, node);		/* (a Memoize's, a hashed Agg's) */
+		patch(ps, node, in->mp->started_kb);	/* (a Memoize's, a hashed Agg's) */
 		wrap(ps, node, in->owner);
 		break;
 	}
