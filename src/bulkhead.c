@@ -31,6 +31,7 @@
 #include "memory/grantstate.h"
 #include "memory/grantqueue.h"
 #include "memory/memory.h"
+#include "memory/feedback.h"
 
 #include "fmgr.h"
 #include "miscadmin.h"
@@ -61,6 +62,7 @@ bulkhead_shmem_request_hook(void)
 	bulkhead_history_shmem_request();
 	bulkhead_statements_shmem_request();
 	bulkhead_waitlog_shmem_request();
+	bulkhead_feedback_shmem_request();
 }
 #endif
 
@@ -79,12 +81,15 @@ bulkhead_shmem_startup_hook(void)
 		bulkhead_history_restore();
 	bulkhead_statements_shmem_startup();
 	bulkhead_waitlog_shmem_startup();
+	/* and grant feedback's notes (1.5) */
+	bulkhead_feedback_shmem_startup();
 
 	/* the postmaster saves the statistics and the history when it shuts down */
 	if (!IsUnderPostmaster)
 	{
 		on_shmem_exit(bulkhead_statsfile_save, (Datum) 0);
 		on_shmem_exit(bulkhead_history_save, (Datum) 0);
+		on_shmem_exit(bulkhead_feedback_save, (Datum) 0);
 	}
 }
 
@@ -105,6 +110,7 @@ _PG_init(void)
 	bulkhead_history_init();
 	bulkhead_statements_init();
 	bulkhead_waitlog_init();
+	bulkhead_feedback_init();
 	bulkhead_adaptive_init();
 	bulkhead_cpus_init();
 
@@ -124,6 +130,7 @@ _PG_init(void)
 	bulkhead_history_shmem_request();
 	bulkhead_statements_shmem_request();
 	bulkhead_waitlog_shmem_request();
+	bulkhead_feedback_shmem_request();
 #endif
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = bulkhead_shmem_startup_hook;
