@@ -22,7 +22,7 @@ OBJS = \
 	src/memory/memest.o src/memory/reqtotal.o src/memory/nodelimit.o src/memory/nodepeak.o src/memory/feedback.o src/memory/feedbackrule.o src/memory/feedbackfile.o \
 	src/config/catalog.o src/config/rules.o src/config/tables.o src/config/treecheck.o \
 	src/statement/hooks.o src/statement/lanes.o src/statement/toplevel.o src/statement/transparent.o src/statement/utility.o \
-	src/views/history.o src/views/historyfile.o src/views/memviews.o src/views/prioviews.o src/views/views.o \
+	src/views/explainopt.o src/views/history.o src/views/historyfile.o src/views/memviews.o src/views/prioviews.o src/views/views.o \
 	src/worker/adaptive.o src/worker/cpus.o src/worker/holdersample.o src/worker/loader.o src/worker/runaway.o src/worker/worker.o \
 	src/bulkhead.o
 DATA = sql/bulkhead--1.0.sql sql/bulkhead--1.1.sql sql/bulkhead--1.0--1.1.sql \

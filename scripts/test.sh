@@ -93,7 +93,8 @@ done
 # integer setting's reset value: 151 failed there, regress did not), and
 # the lanes of 1.3 (the planner's and the executor's hooks, portals and
 # cached plans, the settings' nesting levels, the utilities), and the
-# priorities of 1.5 (the lock manager's structures differ from 15 to 16).  The
+# priorities of 1.5 (the lock manager's structures differ from 15 to 16),
+# and EXPLAIN's option (18 and later; 19 registers it with a GUC check).  The
 # same files try a release candidate (19), whose #if blocks are few as
 # well.  Everything else runs on the first and the last released versions
 # (about 100 s less per run).
@@ -107,7 +108,7 @@ TAP_MIDDLE_VERSIONS=(001_fifo 004_restart 005_worker_restart 006_standby
     580_memory_small 590_memory_bound
     600_feedback_underestimate 601_feedback_overgrant 602_feedback_swing
     603_feedback_restart 604_feedback_damaged_file 605_feedback_privacy
-    606_feedback_unrequested)
+    606_feedback_unrequested 610_explain_option)
 # The TAP files that drive Debian 12's prometheus-postgres-exporter (0.11)
 # and Prometheus (2.42), for which monitoring/ is written: a chroot version
 # (scripts/postgres.sh) has neither (sid's take other flags), and runs every

@@ -32,6 +32,7 @@
 #include "memory/grantqueue.h"
 #include "memory/memory.h"
 #include "memory/feedback.h"
+#include "views/explainopt.h"
 
 #include "fmgr.h"
 #include "miscadmin.h"
@@ -138,4 +139,5 @@ _PG_init(void)
 	bulkhead_register_worker();
 	bulkhead_local_init();
 	bulkhead_hooks_init();
+	bulkhead_explain_init();
 }

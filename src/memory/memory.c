@@ -168,8 +168,8 @@ make_room(void)
  * The workload a statement is charged to: the automatic permit's, where it
  * is now; else the permit taken last; -1 without any.
  */
-static int
-charged_slot(void)
+int
+bulkhead_memory_charged_slot(void)
 {
 	TimestampTz latest = 0;
 	int			chosen = -1;
@@ -355,7 +355,7 @@ bulkhead_memory_start(QueryDesc *queryDesc, int eflags)
 	if (likely(!bulkhead_grants_active()) || !chargeable() ||
 		(eflags & EXEC_FLAG_EXPLAIN_ONLY))
 		return NULL;
-	slotno = charged_slot();
+	slotno = bulkhead_memory_charged_slot();
 	if (!bulkhead_grants_limited(slotno))
 		return NULL;
 	asked_settings(&wm, &hm);
@@ -419,6 +419,17 @@ bulkhead_memory_plan_of(const PlannedStmt *stmt)
 	return NULL;
 }
 
+const BulkheadMemPlan *
+bulkhead_memory_read_peaks(const PlannedStmt *stmt)
+{
+	const BulkheadMemPlan *mp = bulkhead_memory_plan_of(stmt);
+
+	for (int i = 0; mp != NULL && i < bulkhead_memory_nheld; i++)
+		if (held[i].plan == mp && held[i].started)
+			bulkhead_nodepeak_read((QueryDesc *) held[i].owner, held[i].plan);
+	return mp;
+}
+
 const BulkheadCaps *
 bulkhead_memory_pins_slow(QueryDesc *queryDesc)
 {
@@ -458,7 +469,7 @@ bulkhead_memory_utility_start(Node *stmt, int context)
 
 	if (likely(!bulkhead_grants_active()) || !chargeable())
 		return NULL;
-	slotno = charged_slot();
+	slotno = bulkhead_memory_charged_slot();
 	if (!bulkhead_grants_limited(slotno) ||
 		!bulkhead_memreq_utility(stmt, context, maintenance_work_mem,
 								 max_parallel_maintenance_workers, &req))

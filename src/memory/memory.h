@@ -6,7 +6,8 @@
  *	  holds, and the values each runs with (memory.c).
  *
  * Owns backend-local state only (the grants this backend holds); the
- * shared counters are grants.c's.  Called by hooks.c, lanes.c and
+ * shared counters are grants.c's.  Called by hooks.c, lanes.c,
+ * explainopt.c (EXPLAIN: a running statement's nodes and grant) and
  * bulkhead.c (init); calls grants.c, memreq.c, local.c (the workload a
  * statement is charged to) and caps.c.
  *
@@ -75,6 +76,18 @@ bulkhead_memory_ending(struct QueryDesc *queryDesc)
 /* The memory nodes of a running statement of stmt (EXPLAIN), or NULL */
 struct PlannedStmt;
 extern const struct BulkheadMemPlan *bulkhead_memory_plan_of(const struct PlannedStmt *stmt);
+
+/*
+ * The same, with what its nodes used so far read now (nodepeak.c): EXPLAIN
+ * ANALYZE prints its plan after the run, before its executor ends.
+ */
+extern const struct BulkheadMemPlan *bulkhead_memory_read_peaks(const struct PlannedStmt *stmt);
+
+/*
+ * The workload a statement started now is charged to (its slot index): the
+ * transaction's automatic permit's, else the permit taken last; -1: none.
+ */
+extern int	bulkhead_memory_charged_slot(void);
 
 /*
  * What a statement of plan would request in workload slotno (-1: none),

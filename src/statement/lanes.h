@@ -5,8 +5,8 @@
  *	  planned cost (lanes.c).
  *
  * Owns no shared state: it reads this session's copy of the statement
- * rules (rules.c).  Called by transparent.c (each top-level statement) and by the
- * SQL function bulkhead_classify(query).
+ * rules (rules.c).  Called by transparent.c (each top-level statement), by the
+ * SQL function bulkhead_classify(query) and by explainopt.c (EXPLAIN's lane).
  *
  *-------------------------------------------------------------------------
  */
