@@ -408,26 +408,19 @@ bulkhead_memory_ending_slow(QueryDesc *queryDesc)
 }
 
 const BulkheadMemPlan *
-bulkhead_memory_plan_of(const PlannedStmt *stmt)
+bulkhead_memory_plan_of(const PlannedStmt *stmt, bool read_peaks)
 {
 	int			i;
 
 	for (i = bulkhead_memory_nheld - 1; i >= 0; i--)
 		if (held[i].plan != NULL && !held[i].utility &&
 			((const QueryDesc *) held[i].owner)->plannedstmt == stmt)
+		{
+			if (read_peaks && held[i].started)
+				bulkhead_nodepeak_read((QueryDesc *) held[i].owner, held[i].plan);
 			return held[i].plan;
+		}
 	return NULL;
-}
-
-const BulkheadMemPlan *
-bulkhead_memory_read_peaks(const PlannedStmt *stmt)
-{
-	const BulkheadMemPlan *mp = bulkhead_memory_plan_of(stmt);
-
-	for (int i = 0; mp != NULL && i < bulkhead_memory_nheld; i++)
-		if (held[i].plan == mp && held[i].started)
-			bulkhead_nodepeak_read((QueryDesc *) held[i].owner, held[i].plan);
-	return mp;
 }
 
 const BulkheadCaps *

@@ -73,15 +73,14 @@ bulkhead_memory_ending(struct QueryDesc *queryDesc)
 		bulkhead_memory_ending_slow(queryDesc);
 }
 
-/* The memory nodes of a running statement of stmt (EXPLAIN), or NULL */
-struct PlannedStmt;
-extern const struct BulkheadMemPlan *bulkhead_memory_plan_of(const struct PlannedStmt *stmt);
-
 /*
- * The same, with what its nodes used so far read now (nodepeak.c): EXPLAIN
+ * The memory nodes of a running statement of stmt (EXPLAIN), or NULL; with
+ * read_peaks, what its nodes used so far read now (nodepeak.c): EXPLAIN
  * ANALYZE prints its plan after the run, before its executor ends.
  */
-extern const struct BulkheadMemPlan *bulkhead_memory_read_peaks(const struct PlannedStmt *stmt);
+struct PlannedStmt;
+extern const struct BulkheadMemPlan *bulkhead_memory_plan_of(const struct PlannedStmt *stmt,
+															 bool read_peaks);
 
 /*
  * The workload a statement started now is charged to (its slot index): the

@@ -220,13 +220,8 @@ explain_per_node(PlanState *planstate, List *ancestors,
 	if ((state = wanted(es)) == NULL || planstate->state == NULL)
 		return;
 	stmt = planstate->state->es_plannedstmt;
-	if (state->read != stmt)
-	{
-		state->read = stmt;
-		mp = bulkhead_memory_read_peaks(stmt);
-	}
-	else
-		mp = bulkhead_memory_plan_of(stmt);
+	mp = bulkhead_memory_plan_of(stmt, state->read != stmt);
+	state->read = stmt;
 	if (mp == NULL)
 		return;
 	id = planstate->plan->plan_node_id;
@@ -252,7 +247,7 @@ explain_per_plan(PlannedStmt *plannedstmt, IntoClause *into, ExplainState *es,
 		prev_per_plan_hook(plannedstmt, into, es, queryString, params, queryEnv);
 	if (wanted(es) == NULL)
 		return;
-	mp = bulkhead_memory_plan_of(plannedstmt);
+	mp = bulkhead_memory_plan_of(plannedstmt, false);
 	if (workload_name(mp != NULL ? mp->slotno : bulkhead_memory_charged_slot(), name))
 		workload = name;
 

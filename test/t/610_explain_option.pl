@@ -7,11 +7,11 @@
 #     the Sort and under the Hash Join's Hash (not the Hash Join), a
 #     "Bulkhead Memory:" line: kind, limit (work_mem, hash_mem_multiplier
 #     times it), request and its source, grant; the nodes' requests add up
-#     to the statement's.
+#     to the statement's; each one's peak is EXPLAIN's own figure of it.
 #  2. While it runs, bulkhead_activity shows the same request and grant.
 #  3. A workload whose max_memory is below the request: granted its limit,
-#     shrunk, each node's grant below its request; bulkhead_stats counts
-#     the statement shrunk once.
+#     shrunk, each node's grant below its request, both spilled;
+#     bulkhead_stats counts the statement shrunk once.
 #  4. A statement rule's lane: "Lane: rule N" and the lane's workload, as
 #     bulkhead_classify(query) answers.
 #  5. JSON (and XML): the same figures as properties, in the plan's nodes
@@ -145,6 +145,11 @@ for my $k (sort keys %$nodes)
 }
 is($nodes->{sort}{request} + $nodes->{hash}{request}, $req,
 	"the nodes' requests add up to the statement's");
+# what each used (nodepeak.c) is what EXPLAIN's own lines say
+my ($sort_mem) = $out =~ /Sort Method: quicksort  Memory: (\d+)kB/;
+my ($hash_mem) = $out =~ /Batches: 1  Memory Usage: (\d+)kB/;
+is($nodes->{sort}{rest}, "  Peak: ${sort_mem}kB", "the Sort's peak is its Memory, not spilled");
+is($nodes->{hash}{rest}, "  Peak: ${hash_mem}kB", "the Hash's peak is its Memory Usage, not spilled");
 
 # 2. bulkhead_activity while it runs
 my $slow = 'SELECT * FROM t JOIN u USING (a) WHERE (SELECT pg_sleep(3)) IS NOT NULL ORDER BY b';
@@ -182,6 +187,9 @@ is($shrunk_after - $shrunk_before, 1, 'bulkhead_stats counts it shrunk once');
 $nodes = node_lines($out);
 cmp_ok($nodes->{$_}{grant}, '<', $nodes->{$_}{request}, "$_: granted less")
   for qw(sort hash);
+like($out, qr/Sort Method: external merge/, 'the Sort went to disk');
+like($nodes->{$_}{rest}, qr/^  Peak: \d+kB  Spilled: true$/, "$_: spilled, held to its grant")
+  for qw(sort hash);
 
 # 4. a statement rule's lane
 my $qc = 'SELECT * FROM t JOIN u USING (a) WHERE costly() = 1 ORDER BY b';
@@ -215,6 +223,7 @@ is($sort->{'Bulkhead Memory'}{Kind}, 'sort', 'JSON: its memory node');
 is($sort->{'Bulkhead Memory'}{Limit}, 1024, 'JSON: its Limit (kB)');
 is($sort->{'Bulkhead Memory'}{'Request Source'}, 'estimate', 'JSON: its Request Source');
 ok(JSON::PP::is_bool($sort->{'Bulkhead Memory'}{Spilled}), 'JSON: Spilled, a boolean');
+is($sort->{'Bulkhead Memory'}{Peak}, $sort->{'Sort Space Used'}, 'JSON: its Peak is its Sort Space Used');
 ok(!exists $hj->{'Bulkhead Memory'}, 'JSON: nothing under the Hash Join');
 is($hash->{'Bulkhead Memory'}{Kind}, 'hash', 'JSON: the table under the Hash');
 is( $sort->{'Bulkhead Memory'}{Request} + $hash->{'Bulkhead Memory'}{Request},
