@@ -64,6 +64,11 @@ static Call *calls = NULL;		/* TopMemoryContext */
 static int	ncalls = 0;
 static int	maxcalls = 0;
 
+/* The settings an abort put back, to put back again after the GUC's own */
+bool		bulkhead_nodelimit_pending = false;
+static int	pending_work_mem;
+static double pending_hash_mem_multiplier;
+
 static Wrapped *
 find(PlanState *ps)
 {
@@ -87,6 +92,8 @@ calls_room(void)
 		MemoryContextAlloc(TopMemoryContext, sizeof(Call) * maxcalls) :
 		repalloc(calls, sizeof(Call) * maxcalls);
 }
+
+static TupleTableSlot *gather_exec(PlanState *ps);
 
 static TupleTableSlot *
 limited_exec(PlanState *ps)
@@ -120,6 +127,33 @@ limited_exec(PlanState *ps)
 	return slot;
 }
 
+/*
+ * The wrapped nodes below a Gather whose ExecProcNode its first call set
+ * again (a parallel-aware hash join, for the leader: ExecHashJoinInitializeDSM)
+ * are wrapped again, their entries kept
+ */
+static bool
+rewrap_walker(PlanState *ps, void *context)
+{
+	int			i;
+
+	if (ps == NULL)
+		return false;
+	if (ps->ExecProcNodeReal != limited_exec && ps->ExecProcNodeReal != gather_exec)
+	{
+		for (i = nwrapped - 1; i >= 0; i--)
+		{
+			if (wrapped[i].ps != ps)
+				continue;
+			wrapped[i].real = ps->ExecProcNodeReal;
+			ps->ExecProcNodeReal = wrapped[i].node->kind == BULKHEAD_MEM_GATHER ?
+				gather_exec : limited_exec;
+			break;
+		}
+	}
+	return planstate_tree_walker(ps, rewrap_walker, context);
+}
+
 /* Set a GUC at the current nesting level */
 static void
 set_setting(const char *name, const char *value)
@@ -151,6 +185,8 @@ gather_exec(PlanState *ps)
 	set_setting("hash_mem_multiplier", "1");
 	slot = w->real(ps);
 	AtEOXact_GUC(true, level);
+	/* a parallel-aware node below may have set its ExecProcNode again */
+	(void) rewrap_walker(ps, NULL);
 	return slot;
 }
 
@@ -275,8 +311,27 @@ bulkhead_nodelimit_abort(bool all, SubTransactionId subid)
 		{
 			work_mem = calls[i].work_mem;
 			hash_mem_multiplier = calls[i].hash_mem_multiplier;
+			/*
+			 * A GUC level pushed inside one of these calls (a function's SET
+			 * clause, a Gather's first call) saved a wrapper's value as its
+			 * prior, which the GUC's own abort, next, puts back: put these
+			 * back again at the next statement (before anything reads them)
+			 */
+			pending_work_mem = work_mem;
+			pending_hash_mem_multiplier = hash_mem_multiplier;
+			bulkhead_nodelimit_pending = true;
 			ncalls = i;
 			break;
 		}
 	}
+}
+
+void
+bulkhead_nodelimit_restore_slow(void)
+{
+	bulkhead_nodelimit_pending = false;
+	if (ncalls > 0)
+		return;					/* (a wrapper runs: it puts back its own) */
+	work_mem = pending_work_mem;
+	hash_mem_multiplier = pending_hash_mem_multiplier;
 }

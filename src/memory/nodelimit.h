@@ -28,6 +28,22 @@ extern void bulkhead_nodelimit_remove(const void *owner);
  */
 extern void bulkhead_nodelimit_session(int *wm, double *hm);
 
+/* An abort's settings to put back again (the GUC's abort ran since) */
+extern bool bulkhead_nodelimit_pending;
+extern void bulkhead_nodelimit_restore_slow(void);
+
+/*
+ * At a statement's start (its planning, its executor's start, a utility):
+ * the settings an abort inside a memory node put back are put back again,
+ * over what the GUC's own abort wrote after it
+ */
+static inline void
+bulkhead_nodelimit_restore(void)
+{
+	if (unlikely(bulkhead_nodelimit_pending))
+		bulkhead_nodelimit_restore_slow();
+}
+
 /*
  * A (sub)transaction aborts (all: the transaction): the settings the
  * wrapper calls under way in it put aside are put back.  Never throws.

@@ -66,9 +66,15 @@ bulkhead_reqtotal_total(BulkheadMemPlan *mp, BulkheadMemRequest *req)
 
 		if (n->kind == BULKHEAD_MEM_GATHER || n->copies <= 0)
 			continue;
-		bytes += n->copies * (double) n->run_kb * 1024.0;
+		/*
+		 * Below a Gather, the leader's copy too at the Gather's limit: the
+		 * leader may run it inside the Gather's first call, at its settings
+		 */
 		if (n->gather >= 0)
-			bytes += n->copies * n->workers * (double) mp->nodes[n->gather].run_kb * 1024.0;
+			bytes += n->copies * (1 + n->workers) *
+				(double) mp->nodes[n->gather].run_kb * 1024.0;
+		else
+			bytes += n->copies * (double) n->run_kb * 1024.0;
 		max_kb = Max(max_kb, n->run_kb);
 		req->nodes += (int) Min(n->copies * (1 + n->workers), (double) INT_MAX / 4);
 	}

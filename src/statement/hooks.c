@@ -57,6 +57,7 @@
 #include "permit/local.h"
 #include "acl/mayrun.h"
 #include "memory/memory.h"
+#include "memory/nodelimit.h"
 #include "config/rules.h"
 #include "statement/toplevel.h"
 #include "record/statements.h"
@@ -245,6 +246,7 @@ hooks_planner(PLANNER_PARAMS)
 {
 	bool		top = bulkhead_planning_is_top(query_string);
 
+	bulkhead_nodelimit_restore();	/* (1.5) after an abort in a memory node */
 	if (top)
 	{
 		bulkhead_caps_restore_pending();
@@ -344,6 +346,7 @@ hooks_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	BulkheadCapsFrame pinned;
 
 	bulkhead_caps_restore_pending();
+	bulkhead_nodelimit_restore();
 	bulkhead_local_follow_moves();
 	gate_executor_start(queryDesc, eflags);
 	bulkhead_statements_count_call(executor_top());	/* 1.4 */

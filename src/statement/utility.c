@@ -26,6 +26,7 @@
 #include "statement/lanes.h"
 #include "permit/local.h"
 #include "memory/memory.h"
+#include "memory/nodelimit.h"
 #include "statement/toplevel.h"
 #include "record/statements.h"
 
@@ -195,6 +196,7 @@ utility_hook(PlannedStmt *pstmt, const char *queryString,
 	if (top)
 		bulkhead_caps_statement_close();
 	bulkhead_caps_restore_pending();
+	bulkhead_nodelimit_restore();	/* (1.5) after an abort in a memory node */
 	bulkhead_local_follow_moves();
 	bulkhead_importance_check_alter(stmt);	/* 1.5 */
 	hold = gate_utility(stmt, queryString, context);
