@@ -54,6 +54,7 @@ typedef struct Call
 {
 	int			work_mem;
 	double		hash_mem_multiplier;
+	int			wrote;			/* the work_mem it set */
 	SubTransactionId subid;
 } Call;
 
@@ -64,10 +65,19 @@ static Call *calls = NULL;		/* TopMemoryContext */
 static int	ncalls = 0;
 static int	maxcalls = 0;
 
-/* The settings an abort put back, to put back again after the GUC's own */
+/*
+ * The settings an abort put back, to put back again after the GUC's own
+ * abort if that wrote what a wrapper had set (work_mem one of wrote[] or
+ * within [wrote_min, wrote_max] past MAX_WROTE, hash_mem_multiplier 1)
+ */
+#define MAX_WROTE 16
 bool		bulkhead_nodelimit_pending = false;
 static int	pending_work_mem;
 static double pending_hash_mem_multiplier;
+static int	pending_wrote[MAX_WROTE];
+static int	npending_wrote;
+static int	wrote_min;
+static int	wrote_max;
 
 static Wrapped *
 find(PlanState *ps)
@@ -115,8 +125,9 @@ limited_exec(PlanState *ps)
 	c->work_mem = work_mem;
 	c->hash_mem_multiplier = hash_mem_multiplier;
 	c->subid = GetCurrentSubTransactionId();
+	c->wrote = Max(node->run_kb, 64);
 	ncalls++;
-	work_mem = Max(node->run_kb, 64);
+	work_mem = c->wrote;
 	hash_mem_multiplier = 1.0;
 	slot = w->real(ps);
 	ncalls--;
@@ -300,6 +311,40 @@ bulkhead_nodelimit_session(int *wm, double *hm)
 	*hm = ncalls > 0 ? calls[0].hash_mem_multiplier : hash_mem_multiplier;
 }
 
+/* What calls[first...] put aside and set, for bulkhead_nodelimit_restore */
+static void
+note_pending(int first)
+{
+	int			i;
+
+	pending_work_mem = calls[first].work_mem;
+	pending_hash_mem_multiplier = calls[first].hash_mem_multiplier;
+	npending_wrote = 0;
+	wrote_min = INT_MAX;
+	wrote_max = 0;
+	for (i = first; i < ncalls; i++)
+	{
+		if (npending_wrote < MAX_WROTE)
+			pending_wrote[npending_wrote++] = calls[i].wrote;
+		wrote_min = Min(wrote_min, calls[i].wrote);
+		wrote_max = Max(wrote_max, calls[i].wrote);
+	}
+	bulkhead_nodelimit_pending = true;
+}
+
+/* Is v a work_mem a wrapper of the aborted calls set? */
+static bool
+was_written(int v)
+{
+	int			i;
+
+	for (i = 0; i < npending_wrote; i++)
+		if (pending_wrote[i] == v)
+			return true;
+	/* (past MAX_WROTE calls, their range) */
+	return npending_wrote == MAX_WROTE && v >= wrote_min && v <= wrote_max;
+}
+
 void
 bulkhead_nodelimit_abort(bool all, SubTransactionId subid)
 {
@@ -317,9 +362,7 @@ bulkhead_nodelimit_abort(bool all, SubTransactionId subid)
 			 * prior, which the GUC's own abort, next, puts back: put these
 			 * back again at the next statement (before anything reads them)
 			 */
-			pending_work_mem = work_mem;
-			pending_hash_mem_multiplier = hash_mem_multiplier;
-			bulkhead_nodelimit_pending = true;
+			note_pending(i);
 			ncalls = i;
 			break;
 		}
@@ -332,6 +375,9 @@ bulkhead_nodelimit_restore_slow(void)
 	bulkhead_nodelimit_pending = false;
 	if (ncalls > 0)
 		return;					/* (a wrapper runs: it puts back its own) */
-	work_mem = pending_work_mem;
-	hash_mem_multiplier = pending_hash_mem_multiplier;
+	/* what the GUC's abort wrote back, when it was a wrapper's value */
+	if (was_written(work_mem))
+		work_mem = pending_work_mem;
+	if (hash_mem_multiplier == 1.0)
+		hash_mem_multiplier = pending_hash_mem_multiplier;
 }
