@@ -33,6 +33,8 @@
 #include "memory/nodelimit.h"
 #include "memory/nodepeak.h"
 
+#include <limits.h>
+
 #include "access/xact.h"
 #include "executor/executor.h"
 #include "nodes/nodeFuncs.h"
