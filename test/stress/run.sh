@@ -195,9 +195,11 @@ make -C "$WORK/src/test/stress" PG_CONFIG="$BH_PG_CONFIG" >"$WORK/tool.log" 2>&1
 
 bh_say "starting a throwaway cluster (max_connections = $CONNS)"
 # every mode defines its own workloads, and keeps them: room for all of them;
-# a small key table (only the tenants mode uses keys): 53400 when it is full
+# a small key table (only the tenants mode uses keys): 53400 when it is full;
+# queryids computed, so that grant feedback (1.5) notes and applies what the
+# memory mode's statements used
 bench_cluster_start "max_connections = $CONNS" "bulkhead.max_workloads = 256" \
-    "bulkhead.max_keys = 24" ${STRESS_CONF:+"$STRESS_CONF"}
+    "bulkhead.max_keys = 24" "compute_query_id = on" ${STRESS_CONF:+"$STRESS_CONF"}
 trap cleanup EXIT    # bench_cluster_start set its own; ours stops it too
 
 # B=2/Q=4, B=4/Q=8 with a statement_timeout guard, B=1/Q=0, and an adaptive
