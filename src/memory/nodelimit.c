@@ -309,6 +309,31 @@ bulkhead_nodelimit_remove(const void *owner)
 	nwrapped = kept;
 }
 
+int
+bulkhead_nodelimit_enter_session(void)
+{
+	int			level;
+	char		buf[64];
+
+	if (likely(ncalls == 0) ||
+		(work_mem == calls[0].work_mem &&
+		 hash_mem_multiplier == calls[0].hash_mem_multiplier))
+		return -1;
+	level = NewGUCNestLevel();
+	snprintf(buf, sizeof(buf), "%d", calls[0].work_mem);
+	set_setting("work_mem", buf);
+	snprintf(buf, sizeof(buf), "%.17g", calls[0].hash_mem_multiplier);
+	set_setting("hash_mem_multiplier", buf);
+	return level;
+}
+
+void
+bulkhead_nodelimit_leave_session(int level)
+{
+	if (level >= 0)
+		AtEOXact_GUC(true, level);
+}
+
 void
 bulkhead_nodelimit_session(int *wm, double *hm)
 {

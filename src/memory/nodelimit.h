@@ -28,6 +28,14 @@ extern void bulkhead_nodelimit_remove(const void *owner);
  */
 extern void bulkhead_nodelimit_session(int *wm, double *hm);
 
+/*
+ * Inside a memory node (its wrapper lowered the settings): the session's
+ * set at a GUC level of their own, until bulkhead_nodelimit_leave_session
+ * (level, -1 for none); errors pop it with the (sub)transaction
+ */
+extern int	bulkhead_nodelimit_enter_session(void);
+extern void bulkhead_nodelimit_leave_session(int level);
+
 /* An abort's settings to put back again (the GUC's abort ran since) */
 extern bool bulkhead_nodelimit_pending;
 extern void bulkhead_nodelimit_restore_slow(void);

@@ -242,11 +242,10 @@ plan_and_match(PLANNER_PARAMS)
  * planning runs with the caps in force.
  */
 static PlannedStmt *
-hooks_planner(PLANNER_PARAMS)
+planner_body(PLANNER_PARAMS)
 {
 	bool		top = bulkhead_planning_is_top(query_string);
 
-	bulkhead_nodelimit_restore();	/* (1.5) after an abort in a memory node */
 	if (top)
 	{
 		bulkhead_caps_restore_pending();
@@ -262,6 +261,24 @@ hooks_planner(PLANNER_PARAMS)
 		}
 	}
 	return plan_capped(&bulkhead_caps_in_force, top, PLANNER_ARGS(parse));
+}
+
+/*
+ * A statement planned inside a memory node of another (a function's query
+ * in a sort's input, bulkhead_classify's) is planned with the session's
+ * work_mem and hash_mem_multiplier, not the ones that node runs with (1.5)
+ */
+static PlannedStmt *
+hooks_planner(PLANNER_PARAMS)
+{
+	int			level;
+	PlannedStmt *result;
+
+	bulkhead_nodelimit_restore();	/* (1.5) after an abort in a memory node */
+	level = bulkhead_nodelimit_enter_session();
+	result = planner_body(PLANNER_ARGS(parse));
+	bulkhead_nodelimit_leave_session(level);
+	return result;
 }
 
 /*
