@@ -19,7 +19,7 @@ OBJS = \
 	src/guards/caps.o src/guards/capsparse.o src/guards/guard.o \
 	src/permit/local.o src/permit/movedpermit.o src/permit/permit.o src/permit/permitfuncs.o src/permit/permitwait.o \
 	src/memory/grantlevel.o src/memory/grantqueue.o src/memory/grants.o src/memory/grantstate.o src/memory/memory.o src/memory/memreq.o src/memory/utilreq.o \
-	src/memory/memest.o src/memory/reqtotal.o src/memory/nodelimit.o src/memory/nodepeak.o src/memory/feedback.o \
+	src/memory/memest.o src/memory/reqtotal.o src/memory/nodelimit.o src/memory/nodepeak.o src/memory/feedback.o src/memory/feedbackrule.o src/memory/feedbackfile.o \
 	src/config/catalog.o src/config/rules.o src/config/tables.o src/config/treecheck.o \
 	src/statement/hooks.o src/statement/lanes.o src/statement/toplevel.o src/statement/transparent.o src/statement/utility.o \
 	src/views/history.o src/views/historyfile.o src/views/memviews.o src/views/prioviews.o src/views/views.o \

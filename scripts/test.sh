@@ -104,7 +104,10 @@ TAP_MIDDLE_VERSIONS=(001_fifo 004_restart 005_worker_restart 006_standby
     215_lane_review 216_lane_move_keys_full 221_memory_grants 222_caps_frame
     500_priority_permits 545_memory_priority 560_importance
     570_statements_privileges 571_views_bounded 572_history_file_rows
-    580_memory_small 590_memory_bound)
+    580_memory_small 590_memory_bound
+    600_feedback_underestimate 601_feedback_overgrant 602_feedback_swing
+    603_feedback_restart 604_feedback_damaged_file 605_feedback_privacy
+    606_feedback_unrequested)
 # The TAP files that drive Debian 12's prometheus-postgres-exporter (0.11)
 # and Prometheus (2.42), for which monitoring/ is written: a chroot version
 # (scripts/postgres.sh) has neither (sid's take other flags), and runs every

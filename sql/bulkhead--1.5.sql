@@ -608,3 +608,34 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 GRANT SELECT ON @extschema@.bulkhead_history TO PUBLIC;
 GRANT SELECT ON @extschema@.bulkhead_statements TO PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.bulkhead_statements_reset() FROM PUBLIC;
+
+-- 1.5 (issue 47): grant feedback.  bulkhead_statements gains, from a
+-- function of its own joined by (queryid, workload), what the statement's
+-- last run used (peak_used, bytes: its memory nodes and the executor's
+-- memory beyond them), the runs in which a memory node spilled (spills),
+-- and what its next run requests (memory_request, bytes) and from where
+-- (memory_source: estimate, feedback or limit).  As pg_stat_statements, a
+-- role sees these for the statements it ran (a member of
+-- pg_read_all_stats, all); the view's other rows have them NULL.
+CREATE FUNCTION @extschema@.bulkhead_statement_memory(
+    OUT queryid bigint,
+    OUT workload text,
+    OUT peak_used bigint,
+    OUT spills bigint,
+    OUT memory_request bigint,
+    OUT memory_source text)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'bulkhead_statement_memory'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION @extschema@.bulkhead_statement_memory_reset()
+RETURNS void
+AS 'MODULE_PATHNAME', 'bulkhead_statement_memory_reset'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+REVOKE ALL ON FUNCTION @extschema@.bulkhead_statement_memory_reset() FROM PUBLIC;
+
+CREATE OR REPLACE VIEW @extschema@.bulkhead_statements AS
+    SELECT s.*, f.peak_used, f.spills, f.memory_request, f.memory_source
+      FROM @extschema@.bulkhead_statements_by_role() s
+      LEFT JOIN @extschema@.bulkhead_statement_memory() f
+             ON f.queryid = s.queryid AND f.workload = s.workload;

@@ -30,6 +30,7 @@
 #include "worker/worker.h"
 #include "memory/grantstate.h"
 #include "memory/grantqueue.h"
+#include "memory/feedback.h"
 
 #include "fmgr.h"
 #include "miscadmin.h"
@@ -60,6 +61,7 @@ bulkhead_shmem_request_hook(void)
 	bulkhead_history_shmem_request();
 	bulkhead_statements_shmem_request();
 	bulkhead_waitlog_shmem_request();
+	bulkhead_feedback_shmem_request();
 }
 #endif
 
@@ -78,12 +80,15 @@ bulkhead_shmem_startup_hook(void)
 		bulkhead_history_restore();
 	bulkhead_statements_shmem_startup();
 	bulkhead_waitlog_shmem_startup();
+	/* and grant feedback's notes (1.5) */
+	bulkhead_feedback_shmem_startup();
 
 	/* the postmaster saves the statistics and the history when it shuts down */
 	if (!IsUnderPostmaster)
 	{
 		on_shmem_exit(bulkhead_statsfile_save, (Datum) 0);
 		on_shmem_exit(bulkhead_history_save, (Datum) 0);
+		on_shmem_exit(bulkhead_feedback_save, (Datum) 0);
 	}
 }
 
@@ -103,6 +108,7 @@ _PG_init(void)
 	bulkhead_history_init();
 	bulkhead_statements_init();
 	bulkhead_waitlog_init();
+	bulkhead_feedback_init();
 	bulkhead_adaptive_init();
 	bulkhead_cpus_init();
 
@@ -122,6 +128,7 @@ _PG_init(void)
 	bulkhead_history_shmem_request();
 	bulkhead_statements_shmem_request();
 	bulkhead_waitlog_shmem_request();
+	bulkhead_feedback_shmem_request();
 #endif
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = bulkhead_shmem_startup_hook;

@@ -28,7 +28,21 @@
  */
 extern void bulkhead_feedback_apply(BulkheadMemPlan *plan);
 
-/* At a statement's end: what its nodes used (peak, spilled), noted */
+/*
+ * At a statement's end: what its nodes used (peak, spilled), noted.  Never
+ * throws after taking its lock.
+ */
 extern void bulkhead_feedback_note(const BulkheadMemPlan *plan);
+
+/*---- GUC variables ----*/
+extern int	bulkhead_feedback_statements;	/* bulkhead.feedback_statements */
+
+/* The setting, the shared memory (bulkhead.c) */
+extern void bulkhead_feedback_init(void);
+extern void bulkhead_feedback_shmem_request(void);
+extern void bulkhead_feedback_shmem_startup(void);
+
+/* The postmaster's on_shmem_exit: the notes saved at a clean shutdown */
+extern void bulkhead_feedback_save(int code, Datum arg);
 
 #endif							/* BULKHEAD_FEEDBACK_H */

@@ -98,6 +98,9 @@ typedef struct BulkheadMemNode
 	bool		spilled;		/* it went to disk (or evicted, lossified) */
 	int64		value_peak;		/* an Agg: bytes of its transition values
 								 * at most (outside its limit); -1 unknown */
+	int64		spill_bytes;	/* bytes one copy wrote to disk (a sort's
+								 * tapes, a hash table's batches), 0: none
+								 * or unknown */
 } BulkheadMemNode;
 
 typedef struct BulkheadMemPlan

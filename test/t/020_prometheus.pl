@@ -214,6 +214,19 @@ $node->safe_psql('postgres', q{
 	});
 wait_loaded($node, 'm1', 1);
 wait_loaded($node, 'm2', 1);
+# Grant feedback (1.5): m3's statement (string_agg, query identifiers on)
+# runs twice, so its notes give one row of bulkhead_grant_feedback_*.
+$node->safe_psql('postgres', q{
+	INSERT INTO bulkhead_workload (name, max_running, max_memory) VALUES ('m3', 1, '100MB');
+	ALTER SYSTEM SET compute_query_id = on;
+	CREATE TABLE feedback_t AS SELECT md5(i::text) AS v FROM generate_series(1, 100000) i;
+	});
+$node->safe_psql('postgres', 'SELECT pg_reload_conf()');
+wait_loaded($node, 'm3', 1);
+$node->safe_psql('postgres',
+	"BEGIN; SELECT bulkhead_acquire_xact('m3');"
+	  . " SELECT length(string_agg(v, ',')) FROM feedback_t; COMMIT;")
+  for 1 .. 2;
 $node->safe_psql('postgres', "ALTER SYSTEM SET bulkhead.max_memory = '1536MB'");
 $node->safe_psql('postgres', 'SELECT pg_reload_conf()');
 ok(poll_until($node, 'SELECT max_memory IS NOT NULL FROM bulkhead_memory'),
@@ -358,7 +371,8 @@ my %expected_types = (
 		  wait_time_seconds hold_time_seconds activity_backends
 		  memory_granted_bytes memory_waiting memory_wait_p99_seconds
 		  max_memory_bytes memory_server_granted_bytes memory_server_waiting
-		  memory_server_max_bytes)),
+		  memory_server_max_bytes grant_feedback_requested_bytes
+		  grant_feedback_used_bytes grant_feedback_ratio grant_feedback_at_limit)),
 	(map { ("bulkhead_${_}_total" => 'counter') }
 		  qw(acquired rejected_full timed_out cancelled released
 		  shadow_queued shadow_rejected deadlocks wait_time_seconds
@@ -467,6 +481,13 @@ for my $l (\%w, \%sh, \%m1, \%m2)
 		metric_is('bulkhead_memory_wait_p99_seconds', $l, $p99 / 1000);
 	}
 }
+# grant feedback (1.5): m3's statement asks 1.25x what it used
+my %m3 = (workload => 'm3');
+ok(sample('bulkhead_grant_feedback_used_bytes', %m3) > 2 * 1024 * 1024,
+	'bulkhead_grant_feedback_used_bytes{workload="m3"}: its string_agg measured');
+my $ratio = sample('bulkhead_grant_feedback_ratio', %m3);
+ok($ratio >= 1 && $ratio <= 1.5, "bulkhead_grant_feedback_ratio{workload=\"m3\"} $ratio, in [1, 1.5]");
+metric_is('bulkhead_grant_feedback_at_limit', \%m3, 0);
 # lock holders served first (1.5): no lock holder waited, no boost
 for my $l (\%w, \%sh, \%m1, \%m2)
 {
