@@ -129,6 +129,22 @@ RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'bulkhead_statements_by_role'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
+CREATE OR REPLACE VIEW @extschema@.bulkhead_statements AS
+    SELECT * FROM @extschema@.bulkhead_statements_by_role();
+
+DROP FUNCTION @extschema@.bulkhead_statements();
+
+-- Issue 47: the functions bulkhead_stats and bulkhead_activity join are
+-- planned for 100 rows (a workload or a backend each), not a function's
+-- default 1000, so that reading the views asks for (almost) no memory: a
+-- memory node requests what the plan's estimates say it uses.
+ALTER FUNCTION @extschema@.bulkhead_stats() ROWS 100;
+ALTER FUNCTION @extschema@.bulkhead_lane_settings() ROWS 100;
+ALTER FUNCTION @extschema@.bulkhead_memory_stats() ROWS 100;
+ALTER FUNCTION @extschema@.bulkhead_priority_stats() ROWS 100;
+ALTER FUNCTION @extschema@.bulkhead_activity() ROWS 100;
+ALTER FUNCTION @extschema@.bulkhead_memory_activity() ROWS 100;
+ALTER FUNCTION @extschema@.bulkhead_priority_activity() ROWS 100;
 
 -- 1.5 (issue 47): grant feedback.  bulkhead_statements gains, from a
 -- function of its own joined by (queryid, workload), what the statement's
@@ -160,5 +176,3 @@ CREATE OR REPLACE VIEW @extschema@.bulkhead_statements AS
       FROM @extschema@.bulkhead_statements_by_role() s
       LEFT JOIN @extschema@.bulkhead_statement_memory() f
              ON f.queryid = s.queryid AND f.workload = s.workload;
-
-DROP FUNCTION @extschema@.bulkhead_statements();

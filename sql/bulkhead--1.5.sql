@@ -609,6 +609,18 @@ GRANT SELECT ON @extschema@.bulkhead_history TO PUBLIC;
 GRANT SELECT ON @extschema@.bulkhead_statements TO PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.bulkhead_statements_reset() FROM PUBLIC;
 
+-- Issue 47: the functions bulkhead_stats and bulkhead_activity join are
+-- planned for 100 rows (a workload or a backend each), not a function's
+-- default 1000, so that reading the views asks for (almost) no memory: a
+-- memory node requests what the plan's estimates say it uses.
+ALTER FUNCTION @extschema@.bulkhead_stats() ROWS 100;
+ALTER FUNCTION @extschema@.bulkhead_lane_settings() ROWS 100;
+ALTER FUNCTION @extschema@.bulkhead_memory_stats() ROWS 100;
+ALTER FUNCTION @extschema@.bulkhead_priority_stats() ROWS 100;
+ALTER FUNCTION @extschema@.bulkhead_activity() ROWS 100;
+ALTER FUNCTION @extschema@.bulkhead_memory_activity() ROWS 100;
+ALTER FUNCTION @extschema@.bulkhead_priority_activity() ROWS 100;
+
 -- 1.5 (issue 47): grant feedback.  bulkhead_statements gains, from a
 -- function of its own joined by (queryid, workload), what the statement's
 -- last run used (peak_used, bytes: its memory nodes and the executor's

@@ -102,7 +102,9 @@ SELECT * FROM bulkhead_classify('SELECT count(*) FROM generate_series(1, 1000000
 SELECT * FROM bulkhead_classify('CREATE INDEX ON lane_t (id)');
 SELECT * FROM bulkhead_classify('INSERT INTO lane_t VALUES (1)');
 SELECT * FROM bulkhead_classify('SELECT * FROM lane_t WHERE id = $1');
--- DECLARE and COPY (query) TO match as their query: by its kind and cost
+-- DECLARE and COPY (query) TO match as utilities, as they run (the rules see
+-- them before their query is planned), with their query's memory request
+-- worked out with the caps of the lane they take
 SELECT * FROM bulkhead_classify('DECLARE c CURSOR FOR SELECT 1');
 SELECT * FROM bulkhead_classify('DECLARE c CURSOR FOR SELECT count(*) FROM generate_series(1, 10000000)');
 SELECT * FROM bulkhead_classify('DECLARE c SCROLL CURSOR WITH HOLD FOR SELECT count(*) FROM generate_series(1, 10000000)');

@@ -136,7 +136,8 @@ SELECT * FROM pg_temp.req('SELECT * FROM ROWS FROM (generate_series(1, 2), gener
 SELECT * FROM pg_temp.req(CASE WHEN current_setting('server_version_num')::int >= 170000
     THEN $$SELECT * FROM JSON_TABLE('[1]', '$[*]' COLUMNS (x int PATH '$'))$$
     ELSE $$SELECT * FROM XMLTABLE('/r' PASSING '<r/>' COLUMNS x int)$$ END);
--- bitmap index scans: 1 each, 2
+-- bitmaps: the BitmapOr's, into which its index scans add (1.5; 1.4 counted
+-- each index scan, 2): 1
 CREATE INDEX mem_t_b ON mem_t (b);
 SET enable_indexscan = off;
 SET enable_seqscan = off;
@@ -280,7 +281,8 @@ SET bulkhead.exempt_superuser = off;
 SET ROLE regress_bh_mem;
 SELECT bh_wait($$(SELECT workload FROM bulkhead_classify('SELECT 1')) = 'mem_lane'$$);
 SELECT workload, source, memory_requested FROM bulkhead_classify('SELECT * FROM mem_t ORDER BY b');
--- a cursor's query and COPY's are SELECTs of that lane
+-- DECLARE and COPY (query) are utilities, as they run (no rule takes them
+-- here: no workload), with their query's request
 SELECT workload, source, memory_requested
   FROM bulkhead_classify('DECLARE c CURSOR FOR SELECT * FROM mem_t ORDER BY b');
 SELECT workload, source, memory_requested

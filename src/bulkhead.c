@@ -30,6 +30,7 @@
 #include "worker/worker.h"
 #include "memory/grantstate.h"
 #include "memory/grantqueue.h"
+#include "memory/memory.h"
 #include "memory/feedback.h"
 
 #include "fmgr.h"
@@ -105,6 +106,7 @@ _PG_init(void)
 	bulkhead_importance_init();
 	bulkhead_grants_init();
 	bulkhead_grants_queue_init();
+	bulkhead_memory_settings_init();
 	bulkhead_history_init();
 	bulkhead_statements_init();
 	bulkhead_waitlog_init();

@@ -81,11 +81,13 @@ int			bulkhead_feedback_statements = 1000;
 #define EVICT_MIN			10
 #define RECENT_KEYS			4
 
+/* The table's header (shmem "bulkhead feedback") */
 typedef struct BulkheadFeedback
 {
-	LWLock	   *lock;
-	int			max;			/* entries of the table */
-	BulkheadFeedbackNotes **victims;	/* max: an eviction's scratch */
+	LWLock	   *lock;			/* set at start; protects the table */
+	int			max;			/* entries of the table; set at start */
+	BulkheadFeedbackNotes **victims;	/* max: an eviction's scratch, used
+										 * under lock held exclusively */
 } BulkheadFeedback;
 
 static BulkheadFeedback *fb = NULL;

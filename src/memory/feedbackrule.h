@@ -25,7 +25,7 @@ typedef struct BulkheadFeedbackKey
 	char		workload[NAMEDATALEN];	/* "": outside any workload */
 } BulkheadFeedbackKey;
 
-/* What the runs of one memory node used */
+/* What the runs of one memory node used (in its notes: their lock) */
 typedef struct BulkheadFeedbackNode
 {
 	int32		plan_node_id;
@@ -43,7 +43,12 @@ typedef struct BulkheadFeedbackNode
 	int32		processes;
 } BulkheadFeedbackNode;
 
-/* The notes of one (queryid, workload) */
+/*
+ * The notes of one (queryid, workload): an entry of feedback.c's shared
+ * table.  Every field is protected by that table's LWLock (tranche
+ * "bulkhead feedback"): read under it shared, written under it exclusive;
+ * key is set when the entry is made (exclusive) and never changes.
+ */
 typedef struct BulkheadFeedbackNotes
 {
 	BulkheadFeedbackKey key;	/* first: the hash key */

@@ -570,7 +570,7 @@ static const struct config_enum_entry request_options[] = {
 };
 
 void
-bulkhead_memory_init(void)
+bulkhead_memory_settings_init(void)
 {
 	DefineCustomEnumVariable("bulkhead.memory_request",
 							 "What a statement's memory nodes request: what they are expected to use, or their limits.",
@@ -579,6 +579,11 @@ bulkhead_memory_init(void)
 							 &bulkhead_memory_request,
 							 BULKHEAD_REQUEST_USE, request_options,
 							 PGC_SUSET, 0, NULL, NULL, NULL);
+}
+
+void
+bulkhead_memory_init(void)
+{
 	RegisterXactCallback(memory_xact_callback, NULL);
 	RegisterSubXactCallback(memory_subxact_callback, NULL);
 }

@@ -94,6 +94,8 @@ extern void bulkhead_memory_utility_end(Node *stmt);
  */
 extern double bulkhead_memory_asked(int cap, double live);
 
+/* bulkhead.memory_request (before the prefix is reserved) */
+extern void bulkhead_memory_settings_init(void);
 extern void bulkhead_memory_init(void);
 
 #endif							/* BULKHEAD_MEMORY_H */

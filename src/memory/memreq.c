@@ -280,9 +280,12 @@ count_agg(Walk *w, Agg *agg, Place place)
 			 copies, hashed ? hash_mem_bytes(w) : work_mem_bytes(w), estimate, place);
 }
 
-/* The bitmaps a bitmap heap scan builds: its index scans' and ORs' */
+/*
+ * The bitmaps a bitmap heap scan builds: each index scan's, but one under
+ * a BitmapOr adds into the OR's own (nodeBitmapOr.c)
+ */
 static void
-count_bitmaps(Plan *plan, double *copies, double *rows)
+count_bitmaps(Plan *plan, bool in_or, double *copies, double *rows)
 {
 	ListCell   *lc;
 	List	   *kids = NIL;
@@ -292,7 +295,7 @@ count_bitmaps(Plan *plan, double *copies, double *rows)
 	check_stack_depth();
 	if (IsA(plan, BitmapIndexScan))
 	{
-		*copies += 1;
+		*copies += in_or ? 0 : 1;
 		*rows = Max(*rows, plan->plan_rows);
 		return;
 	}
@@ -304,7 +307,7 @@ count_bitmaps(Plan *plan, double *copies, double *rows)
 	else if (IsA(plan, BitmapAnd))
 		kids = ((BitmapAnd *) plan)->bitmapplans;
 	foreach(lc, kids)
-		count_bitmaps((Plan *) lfirst(lc), copies, rows);
+		count_bitmaps((Plan *) lfirst(lc), IsA(plan, BitmapOr), copies, rows);
 }
 
 /* A CTE's store, once for all its scans: the rows of the CTE's plan */
@@ -364,7 +367,7 @@ count_node(Walk *w, Plan *plan, Place place)
 				double		bitmaps = 0;
 				double		rows = 1;
 
-				count_bitmaps(plan->lefttree, &bitmaps, &rows);
+				count_bitmaps(plan->lefttree, false, &bitmaps, &rows);
 				add_node(w, id, id, BULKHEAD_MEM_BITMAP, BULKHEAD_HOLD_RUN, bitmaps,
 						 limit, bulkhead_memest_bitmap(rows), place);
 			}

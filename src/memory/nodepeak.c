@@ -41,7 +41,10 @@
  *   uncorrelated ARRAY sublink's array, and the executor's own state.
  *   A correlated ARRAY sublink's arrays are freed row by row: not seen.
  *
- * Never throws: reads fields, and the memory contexts' counters.
+ * Never throws: reads fields, and the memory contexts' counters.  (18+:
+ * tuplestore_get_stats of a store that went to disk asks its temporary
+ * file's size, which PostgreSQL reports as an error only when the file
+ * system fails.)
  *
  * Owns no state.  Called by memory.c (at a statement's end) and
  * nodelimit.c (an Agg's values); calls no module.

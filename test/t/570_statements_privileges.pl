@@ -101,8 +101,9 @@ is($node->safe_psql('postgres', q{
 	SELECT string_agg(attname, ',' ORDER BY attnum) FROM pg_attribute
 	 WHERE attrelid = 'bulkhead_statements'::regclass AND attnum > 0}),
 	'queryid,workload,calls,waits,wait_time_total_ms,wait_time_max_ms,rejected,'
-	  . 'timed_out,moved_in,max_memory_requested,shrunk,userid,dbid',
-	"the view keeps 1.4's columns and appends userid and dbid");
+	  . 'timed_out,moved_in,max_memory_requested,shrunk,userid,dbid,'
+	  . 'peak_used,spills,memory_request,memory_source',
+	"the view keeps 1.4's columns and appends userid and dbid (then grant feedback's four)");
 is(as('bob', "SELECT has_table_privilege('bulkhead_statements', 'SELECT')"),
 	't', 'any role may still read the view');
 

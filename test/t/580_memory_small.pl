@@ -29,7 +29,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time usleep);
 
-my $node = bulkhead_node('memory_small',
+my $node = bulkhead_node('memory_small', memory_request => 'limit',
 	conf => "work_mem = '1MB'\nmax_parallel_workers_per_gather = 0\n");
 
 $node->safe_psql('postgres', q{
