@@ -12,8 +12,10 @@
 # statement (57014), the statistics, a shared budget (a reservation kept
 # while another workload borrows the rest), tenants, lanes (1.3): a costly
 # query from the web role waits in a capped heavy lane while the web lane's
-# point lookups keep their latency, and memory grants (1.4): four reports
-# that each want 24MB run in turn within a workload's 24MB. The server is stopped and every file
+# point lookups keep their latency, and memory grants: four reports that
+# may each use 24MB ask what their plans say they use and run at once
+# within a workload's 24MB, then, asking their limits (1.4's requests),
+# run in turn. The server is stopped and every file
 # removed at exit. Exit status 0 when every step behaved as described.
 set -euo pipefail
 
@@ -516,12 +518,13 @@ expect 'web +\| +[0-9]+ \| +[0-9]+ \| f$' "point lookups waited behind the repor
 for who in A B C D; do run "$who" "RESET ROLE;"; done
 
 MEMREPORT="SELECT s.*, pg_sleep(1) IS NULL AS slept FROM (SELECT customer, sum(length(note)) AS total FROM orders GROUP BY customer ORDER BY 2 DESC LIMIT 1) s"
-narrate "14. Memory grants (1.4). A statement's sorts and hash tables may each use" \
+narrate "14. Memory grants. A statement's sorts and hash tables may each use" \
         "    work_mem; N statements x their nodes x work_mem has no bound, and past" \
         "    the machine's memory the kernel kills a backend and every session is" \
-        "    lost. 'bi' may be granted 24MB at once. Its report (a hash" \
-        "    aggregate, 8MB x hash_mem_multiplier 2, and a sort, 8MB; no parallel" \
-        "    workers here) asks for 24MB."
+        "    lost. 'bi' may be granted 24MB at once. Its report (a hash aggregate" \
+        "    of 1,000 customers and a top-1 sort; no parallel workers here) may use" \
+        "    24MB at work_mem 8MB (8MB x hash_mem_multiplier 2, and 8MB), but asks" \
+        "    what its plan's estimates say it uses (1.5), and runs held to it:"
 run admin "INSERT INTO bulkhead_workload (name, max_running, max_queued, queue_timeout, max_memory, memory_timeout) VALUES ('bi', 8, 8, '30s', '24MB', '30s');"
 expect_no_error "the workload is inserted"
 poll_until "SELECT max_memory = '24MB' FROM bulkhead_stats WHERE workload = 'bi'" \
@@ -529,10 +532,24 @@ poll_until "SELECT max_memory = '24MB' FROM bulkhead_stats WHERE workload = 'bi'
 for who in A B C D; do
     run "$who" "SET bulkhead.exempt_superuser = off; SET bulkhead.workload = 'bi'; SET work_mem = '8MB'; SET max_parallel_workers_per_gather = 0;"
 done
-run A "SELECT workload, memory_requested FROM bulkhead_classify('$MEMREPORT');"
-expect 'bi +\| +25165824' "the report asks for 24MB"
-narrate "A, B, C and D send it at once. One is granted its 24MB and runs; the" \
-        "others wait for the memory, in arrival order, holding their permits:"
+run A "SELECT workload, memory_requested, memory_requested < 1048576 AS under_1mb, memory_source FROM bulkhead_classify('$MEMREPORT');"
+expect 'bi +\| +[0-9]+ \| t +\| estimate' "the report asks its estimate, under 1MB"
+narrate "A, B, C and D send it at once: the four fit in 24MB together, and run" \
+        "at once, none waits:"
+run admin "SELECT bulkhead_stats_reset();"
+for who in A B C D; do send "$who" "$MEMREPORT;"; done
+poll_until "SELECT count(*) FILTER (WHERE state = 'running' AND memory_granted > 0) = 4 FROM bulkhead_activity WHERE workload = 'bi'" \
+    "the four reports run at once" 10 || true
+for who in A B C D; do collect "$who" 60 || abort_demo; done
+run admin "SELECT workload, max_memory, memory_granted, memory_waits, memory_shrunk FROM bulkhead_stats WHERE workload = 'bi';"
+expect 'bi +\| 24MB +\| +0 \| +0 \| +0' "no report waited, none ran shrunk, nothing is left granted"
+narrate "1.4 asked for every node's limit: bulkhead.memory_request = limit (a" \
+        "superuser's setting) brings that back. Each report then asks for 24MB;" \
+        "one is granted its 24MB and runs, the others wait for the memory, in" \
+        "arrival order, holding their permits:"
+for who in A B C D; do run "$who" "SET bulkhead.memory_request = 'limit';"; done
+run A "SELECT workload, memory_requested, memory_source FROM bulkhead_classify('$MEMREPORT');"
+expect 'bi +\| +25165824 \| limit' "the report asks for 24MB"
 run admin "SELECT bulkhead_stats_reset();"
 for who in A B C D; do send "$who" "$MEMREPORT;"; done
 poll_until "SELECT count(*) FILTER (WHERE state = 'running' AND memory_granted = 25165824) = 1 AND count(*) FILTER (WHERE state = 'waiting for memory') = 3 FROM bulkhead_activity WHERE workload = 'bi'" \
@@ -544,7 +561,7 @@ narrate "Each report ran in turn with its full 24MB: the workload's statements w
         "never granted more than 24MB together."
 run admin "SELECT workload, max_memory, memory_granted, memory_waits, memory_shrunk, round(memory_wait_p99_ms) AS wait_p99_ms FROM bulkhead_stats WHERE workload = 'bi';"
 expect 'bi +\| 24MB +\| +0 \| +3 \| +0' "three reports waited, none ran shrunk, nothing is left granted"
-for who in A B C D; do run "$who" "RESET bulkhead.workload; RESET work_mem; RESET max_parallel_workers_per_gather; RESET bulkhead.exempt_superuser;"; done
+for who in A B C D; do run "$who" "RESET bulkhead.workload; RESET work_mem; RESET max_parallel_workers_per_gather; RESET bulkhead.memory_request; RESET bulkhead.exempt_superuser;"; done
 blank
 if [ "$CHECKS_FAILED" -eq 0 ]; then
     echo "Demo complete: every step behaved as described."

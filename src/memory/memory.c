@@ -254,6 +254,7 @@ grant(const void *owner, bool utility, int slotno, const BulkheadMemRequest *req
 	if (h->plan != NULL)
 	{
 		h->start_pins.value[cap_a] = Min(h->pins.value[cap_a], h->plan->start_kb);
+		h->start_pins.value[cap_b] = 1.0;	/* (start limits: start_kb, or patched) */
 		h->plan->requested = h->requested;
 		h->plan->granted = h->granted ? h->grant.bytes : 0;
 		h->plan->wait_us = outcome.queued ? outcome.wait_us : 0;
@@ -380,11 +381,11 @@ bulkhead_memory_start(QueryDesc *queryDesc, int eflags)
 }
 
 void
-bulkhead_memory_started(QueryDesc *queryDesc)
+bulkhead_memory_started_slow(QueryDesc *queryDesc)
 {
 	int			i;
 
-	if (likely(bulkhead_memory_nheld == 0) || (i = find(queryDesc)) < 0 ||
+	if ((i = find(queryDesc)) < 0 ||
 		held[i].started)
 		return;
 	held[i].started = true;
@@ -393,12 +394,12 @@ bulkhead_memory_started(QueryDesc *queryDesc)
 }
 
 void
-bulkhead_memory_ending(QueryDesc *queryDesc)
+bulkhead_memory_ending_slow(QueryDesc *queryDesc)
 {
 	int			i;
 	BulkheadMemPlan *mp;
 
-	if (likely(bulkhead_memory_nheld == 0) || (i = find(queryDesc)) < 0 ||
+	if ((i = find(queryDesc)) < 0 ||
 		(mp = held[i].plan) == NULL || !held[i].started)
 		return;
 	bulkhead_nodepeak_read(queryDesc, mp);

@@ -53,11 +53,24 @@ bulkhead_memory_pins(struct QueryDesc *queryDesc)
 	return bulkhead_memory_pins_slow(queryDesc);
 }
 
+extern void bulkhead_memory_started_slow(struct QueryDesc *queryDesc);
+extern void bulkhead_memory_ending_slow(struct QueryDesc *queryDesc);
+
 /* queryDesc's executor started: its memory nodes held to their grants (1.5) */
-extern void bulkhead_memory_started(struct QueryDesc *queryDesc);
+static inline void
+bulkhead_memory_started(struct QueryDesc *queryDesc)
+{
+	if (unlikely(bulkhead_memory_nheld > 0))
+		bulkhead_memory_started_slow(queryDesc);
+}
 
 /* Its executor is about to end: what its nodes used, noted (1.5) */
-extern void bulkhead_memory_ending(struct QueryDesc *queryDesc);
+static inline void
+bulkhead_memory_ending(struct QueryDesc *queryDesc)
+{
+	if (unlikely(bulkhead_memory_nheld > 0))
+		bulkhead_memory_ending_slow(queryDesc);
+}
 
 /* The memory nodes of a running statement of stmt (EXPLAIN), or NULL */
 struct PlannedStmt;

@@ -96,6 +96,13 @@ limited_exec(PlanState *ps)
 	TupleTableSlot *slot;
 	Call	   *c;
 
+	if (node->copies <= 0)
+	{
+		/* an Agg with no limit of its own: its values measured only */
+		slot = w->real(ps);
+		bulkhead_nodepeak_sample_agg(ps, node);
+		return slot;
+	}
 	calls_room();
 	c = &calls[ncalls];
 	c->work_mem = work_mem;
@@ -147,28 +154,26 @@ gather_exec(PlanState *ps)
 	return slot;
 }
 
-/* A Memoize's and a hashed Agg's limits, fixed at their start, lowered */
+/*
+ * A Memoize's and a hashed Agg's limits, fixed at their start (with the
+ * statement's start settings), set to the node's grant
+ */
 static void
 patch(PlanState *ps, BulkheadMemNode *node)
 {
 	double		bytes = (double) Max(node->run_kb, 64) * 1024.0;
 
+	if (node->copies <= 0)
+		return;
 	if (IsA(ps, MemoizeState))
-	{
-		MemoizeState *m = (MemoizeState *) ps;
-
-		m->mem_limit = (uint64) Min((double) m->mem_limit, bytes);
-	}
-	else if (IsA(ps, AggState))
+		((MemoizeState *) ps)->mem_limit = (uint64) bytes;
+	else if (IsA(ps, AggState) && ((AggState *) ps)->hash_mem_limit > 0)
 	{
 		AggState   *agg = (AggState *) ps;
 
-		if (agg->hash_mem_limit > 0 && bytes < (double) agg->hash_mem_limit)
-		{
-			agg->hash_mem_limit = (Size) bytes;
-			if (agg->hashentrysize > 0)
-				agg->hash_ngroups_limit = (uint64) Max(bytes / agg->hashentrysize, 1.0);
-		}
+		agg->hash_mem_limit = (Size) bytes;
+		if (agg->hashentrysize > 0)
+			agg->hash_ngroups_limit = (uint64) Max(bytes / agg->hashentrysize, 1.0);
 	}
 }
 
@@ -207,8 +212,7 @@ install_walker(PlanState *ps, Install *in)
 
 		if (node->held_by != ps->plan->plan_node_id)
 			continue;
-		if (node->hold == BULKHEAD_HOLD_PATCHED)
-			patch(ps, node);
+		patch(ps, node);		/* (a Memoize's, a hashed Agg's) */
 		wrap(ps, node, in->owner);
 		break;
 	}
