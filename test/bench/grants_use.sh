@@ -17,10 +17,12 @@
 #
 # The parts:
 #   (B) the reports' requests after three runs: the feedback notes reset,
-#       each report run three times alone (r15), then its next request
-#       (bulkhead_classify(query).memory_requested, memory_source) against
-#       what it used (bulkhead_statements' peak_used, and EXPLAIN ANALYZE's
-#       figure of the same statement at its limit).  Target at most 1.5x.
+#       each report run three times alone (r15), then a fourth time: what
+#       that run requested (bulkhead_statements' max_memory_requested, the
+#       counts reset before it) against what it used (peak_used, and
+#       EXPLAIN ANALYZE's figure of the same statement at its limit);
+#       bulkhead_classify(query)'s memory_requested and the view's
+#       memory_request shown beside it.  Target at most 1.5x.
 #   (A) small statements beside reports, issue 47's case: max_memory 600MB,
 #       work_mem 256MB, three clients of reports (a hash aggregate over
 #       1,000,003 groups and a sort of ROWS integers, drawn in turn) and,
@@ -41,7 +43,7 @@
 # max_parallel_workers_per_gather = 0 (one CPU), compute_query_id = on and
 # bulkhead.track_statements = on (grant feedback keys on the query id).
 #
-# GRANTS_USE_ROWS, GRANTS_USE_DIM and GRANTS_USE_D_XACTS (statements per
+# GRANTS_USE_PARTS (default ABCD) picks the parts; GRANTS_USE_ROWS, GRANTS_USE_DIM and GRANTS_USE_D_XACTS (statements per
 # client in (D), default 2) change the sizes.
 #
 # test/bench/run runs it; its smoke run (--quick) runs every part once on
@@ -59,6 +61,8 @@ else
     SECS=${1:-12} XACTS=${2:-4} ROUNDS=${3:-2} ROWS=${GRANTS_USE_ROWS:-3000000} DIM=${GRANTS_USE_DIM:-2000000}
     D_XACTS=${GRANTS_USE_D_XACTS:-2}
 fi
+PARTS=${GRANTS_USE_PARTS:-ABCD}
+part() { [[ $PARTS == *$1* ]]; }
 CLIENTS=8
 REPORTS=3
 LIMIT_MB=512          # (C), (D): grants_mix.sh's
@@ -197,11 +201,18 @@ partB() {
         FIRST[$k]=$(gated_value "SELECT memory_requested || ' ' || memory_source FROM bulkhead_classify('$q')")
         for _ in 1 2 3; do gated_value "$q" >/dev/null; done
         NEXT[$k]=$(gated_value "SELECT memory_requested || ' ' || memory_source FROM bulkhead_classify('$q')")
+        VIEWREQ[$k]=$(bench_psql -tAc "SELECT memory_request || ' ' || memory_source FROM bulkhead_statements
+                                       WHERE workload = 'reports' AND peak_used IS NOT NULL ORDER BY calls DESC LIMIT 1")
+        # the fourth run: what it asks (max_memory_requested, the counts reset)
+        bench_psql -c "SELECT bulkhead_statements_reset()" >/dev/null
+        gated_value "$q" >/dev/null
+        FOURTH[$k]=$(bench_psql -tAc "SELECT max_memory_requested FROM bulkhead_statements
+                                      WHERE workload = 'reports' AND peak_used IS NOT NULL ORDER BY calls DESC LIMIT 1")
         PEAK[$k]=$(bench_psql -tAc "SELECT peak_used || ' ' || calls || ' ' || coalesce(spills, 0) FROM bulkhead_statements
                                     WHERE workload = 'reports' AND peak_used IS NOT NULL ORDER BY calls DESC LIMIT 1")
     done
 }
-declare -A LIMITREQ USEDX FIRST NEXT PEAK
+declare -A LIMITREQ USEDX FIRST NEXT PEAK VIEWREQ FOURTH
 
 # ---------------------------------------------------------------- (A)
 # runA WAY: the reports (REPORTS clients) and the small sorts (1 client,
@@ -279,21 +290,27 @@ runMix() {
 warm
 started_at=$(date -u '+%Y-%m-%d %H:%M UTC')
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
-partB
+part B && partB
 for w in nolimit r14 r15; do : >"$BENCH_DIR/A-$w.lat"; : >"$BENCH_DIR/A-$w.runs"; done
+if part A; then
 bench_progress "(A) small sorts beside reports"
 declare -A RUNS_TPS RUNS_P99 FAILED TPS P99
 bench_alternate "$ROUNDS" runA nolimit r14 r15
 declare -A A_TPS A_RUNS_P99 A_FAILED
 for w in nolimit r14 r15; do A_TPS[$w]=${TPS[$w]} A_RUNS_P99[$w]=${RUNS_P99[$w]} A_FAILED[$w]=${FAILED[$w]}; done
+fi
 for s in C D; do for w in r14 r15 workaround; do : >"$BENCH_DIR/$s-$w.lat"; : >"$BENCH_DIR/$s-$w.runs"; done; done
-bench_progress "(C) 1.4's mix"
-bench_alternate "$ROUNDS" runMix C:r14 C:r15 C:workaround
-bench_progress "(D) hash joins"
-bench_alternate "$ROUNDS" runMix D:r14 D:r15 D:workaround
+if part C; then
+    bench_progress "(C) 1.4's mix"
+    bench_alternate "$ROUNDS" runMix C:r14 C:r15 C:workaround
+fi
+if part D; then
+    bench_progress "(D) hash joins"
+    bench_alternate "$ROUNDS" runMix D:r14 D:r15 D:workaround
+fi
 # the joins' batches alone, in each way (not in a smoke run)
 declare -A JOINX
-if ! bench_quick; then
+if ! bench_quick && part D; then
     for w in r15 workaround; do
         configure "$w" "$LIMIT_MB"
         for k in "${MIX_D[@]}"; do JOINX[$w/$k]=$(explain_used "$(query_of "$k")"); done
@@ -318,22 +335,25 @@ echo
 echo "Command: \`bash test/bench/grants_use.sh $SECS $XACTS $ROUNDS\`. Tables: mix ($ROWS rows: id, g = id × 7919 mod 2,000,000, v = id × 104729 mod 1,000,003), dim ($DIM rows: id, a 33-character pad), small (1,000 rows). One role, sent to the workload 'reports' (max_running 100: admission never waits; memory_timeout 60s) by \`bulkhead.workload\`. The ways: **nolimit** no max_memory, work_mem $BIG_WORK_MEM; **r14** max_memory on 'reports', work_mem $BIG_WORK_MEM, \`bulkhead.memory_request = limit\` for the role (1.4's requests); **r15** the same with \`bulkhead.memory_request = use\` (1.5: the plan's estimates, then grant feedback); **workaround** no max_memory, work_mem $SMALL_WORK_MEM ($LIMIT_MB MB / ($CLIENTS clients × 1 node × hash_mem_multiplier $HASH_MEM_MULTIPLIER))."
 echo
 
+if part B; then
 echo "### (B) The reports' requests after three runs (r15, max_memory ${LIMIT_MB}MB, each run alone)"
 echo
-echo "Feedback notes reset (\`bulkhead_statement_memory_reset()\`), the first request read (\`bulkhead_classify(query)\`: memory_requested, memory_source), the statement run three times, the next request read again; used: \`bulkhead_statements.peak_used\` (the last run's peak, from grant feedback) and EXPLAIN ANALYZE's largest memory figure of the same statement run at its limit (r14, before)."
+echo "Feedback notes reset (\`bulkhead_statement_memory_reset()\`), the statement run three times, then a fourth time: **its request** is what that fourth run asked (\`bulkhead_statements.max_memory_requested\`, the counts reset before it), against what it used (\`bulkhead_statements.peak_used\`: its nodes' peaks and the executor's memory beyond them, from grant feedback; EXPLAIN ANALYZE's largest memory figure of the same statement run at its limit, r14, is beside it). Also shown: what \`bulkhead_classify(query)\` says a run requests (memory_requested, memory_source) before the first run and after the third, and the view's \`memory_request\` after the third."
 echo
-echo "| statement | 1.4's request (limit) | first request (1.5) | request after three runs | peak_used | EXPLAIN ANALYZE at its limit: memory, disk, batches | after three runs / peak_used | 1.4's / peak_used |"
-echo "|---|---:|---:|---:|---:|---|---:|---:|"
+echo "| statement | 1.4's request (limit) | classify, before the first run | classify, after three runs | the view's memory_request after three runs | the fourth run's request | peak_used | EXPLAIN ANALYZE at its limit: memory, disk, batches; time | fourth run's request / peak_used | 1.4's / peak_used |"
+echo "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|"
 worstB=0
 for k in "${MIX_C[@]}" "${MIX_D[@]}"; do
     read -r first fsrc <<<"${FIRST[$k]}"
     read -r next nsrc <<<"${NEXT[$k]}"
+    read -r vreq vsrc <<<"${VIEWREQ[$k]:--1 –}"
     read -r peak _ <<<"${PEAK[$k]:--1 -1}"
     read -r xm xd xb xt <<<"${USEDX[$k]:-0 0 0 0}"
-    r=$(awk -v a="$next" -v b="$peak" 'BEGIN { if (b <= 0) print "–"; else printf "%.2f", a / b }')
+    fourth=${FOURTH[$k]:--1}
+    r=$(awk -v a="$fourth" -v b="$peak" 'BEGIN { if (b <= 0 || a < 0) print "–"; else printf "%.2f", a / b }')
     r4=$(awk -v a="${LIMITREQ[$k]}" -v b="$peak" 'BEGIN { if (b <= 0) print "–"; else printf "%.2f", a / b }')
     [ "$r" = – ] || { bench_at_least "$worstB" "$r" || worstB=$r; }
-    echo "| $k | $(mb "${LIMITREQ[$k]}") MB | $(mb "$first") MB ($fsrc) | $(mb "$next") MB ($nsrc) | $(mb "$peak") MB |" \
+    echo "| $k | $(mb "${LIMITREQ[$k]}") MB | $(mb "$first") MB ($fsrc) | $(mb "$next") MB ($nsrc) | $(mb "$vreq") MB ($vsrc) | $(mb "$fourth") MB | $(mb "$peak") MB |" \
          "$(awk -v m="$xm" -v d="$xd" -v b="$xb" -v t="$xt" 'BEGIN { printf "%.1f MB, %.1f MB, %d; %.2f s", m / 1024, d / 1024, b, t / 1000 }') | $r | $r4 |"
 done
 echo
@@ -343,6 +363,8 @@ bench_at_least 1.5 "$worstB" && [ "$worstB" != 0 ] && met=0 || met=1
 bench_target "the reports' requests after three runs at most 1.5× what they used (at most ${worstB}×)" "$met"
 echo
 
+fi
+if part A; then
 echo "### (A) Small statements beside reports (max_memory ${SMALL_LIMIT_MB}MB, work_mem $BIG_WORK_MEM)"
 echo
 echo "$REPORTS clients of reports (\`${SQLS[hash_v]//:n/n}\` and \`${SQLS[sort_v]//:n/n}\`, n = $ROWS, drawn in turn: \`pgbench -c $REPORTS -T $((SECS + 2))\`) and, started 1.5 s after them, one client of small sorts (\`${SQLS[small_sort]}\` and \`${SQLS[small_top]}\`, drawn in turn: \`pgbench -c 1 -T $SECS\`); latencies of the small sorts (pgbench's log), p99 pooled over the rounds."
@@ -361,6 +383,7 @@ bench_at_least 1.5 "$rA" && met=0 || met=1
 bench_target "small statements beside reports: p99 with 1.5's grants at most 1.5× p99 with no limit (${rA}×; 1.4's requests ${rA4}×)" "$met"
 echo
 
+fi
 mix_table() {    # mix_table SET
     local s=$1 w
     echo "| way | total time of a run, s (median) | statements per second (median; per run) | p99 latency, s (pooled) | server CPU per run, s (median) | memory waits per run | shrunk per run | temporary files per run, MB | failed |"
@@ -372,6 +395,7 @@ mix_table() {    # mix_table SET
     done
     echo
 }
+if part C; then
 echo "### (C) 1.4's mix again (max_memory ${LIMIT_MB}MB, $CLIENTS clients × $XACTS statements per run)"
 echo
 echo "grants_mix.sh's statements, drawn alike in every run (\`pgbench -c $CLIENTS -j 1 -t $XACTS --random-seed=$SEED\`): $(for k in "${MIX_C[@]}"; do printf '`%s` ' "${SQLS[$k]//:n/n}"; done)."
@@ -385,6 +409,8 @@ bench_at_least "$rC" 1.0 && met=0 || met=1
 bench_target "1.4's mix again: 1.5's grants at least 1.0× the static workaround's throughput (${rC}×; 1.4's requests ${rC4}×)" "$met"
 echo
 
+fi
+if part D; then
 echo "### (D) A mix where memory matters: hash joins (max_memory ${LIMIT_MB}MB, $CLIENTS clients × $D_XACTS statements per run)"
 echo
 echo "Statements: $(for k in "${MIX_D[@]}"; do printf '`%s` ' "${SQLS[$k]}"; done)(the inner side, dim, hashed). Alone (EXPLAIN ANALYZE, once, after the rounds): the Hash's memory, disk and batches:"
@@ -403,3 +429,4 @@ mix_table D
 rD=$(bench_ratio "${TPS[D:r15]}" "${TPS[D:workaround]}")
 rD4=$(bench_ratio "${TPS[D:r14]}" "${TPS[D:workaround]}")
 echo "Throughput r15 / workaround: **${rD}×**; r14 / workaround: ${rD4}×; r15 / r14: $(bench_ratio "${TPS[D:r15]}" "${TPS[D:r14]}")× (no target: the ratio is reported). 'reports' at the end: $check."
+fi
