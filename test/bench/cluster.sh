@@ -104,6 +104,11 @@ bench_finish() {
     bench_cluster_stop
     bench_huge_pages_release
     if [ -n "$BENCH_BUILDS" ]; then
+        # a build of another tree installed with its extension scripts
+        # (grants_cost.sh's baseline at the same version): this tree's back
+        if [ -n "${BENCH_REINSTALL:-}" ] && [ -f "$BENCH_BUILDS/with/bulkhead.so" ]; then
+            make -s -C "$BENCH_BUILDS/with" install PG_CONFIG="$BH_PG_CONFIG" >/dev/null 2>&1 || true
+        fi
         [ -f "$BENCH_BUILDS/with/bulkhead.so" ] && bench_use_build with
         [ "$BENCH_BUILDS_OWNER" = "$BASHPID" ] && rm -rf "$BENCH_BUILDS"
     fi
