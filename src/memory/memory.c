@@ -104,24 +104,21 @@ int			bulkhead_memory_request = BULKHEAD_REQUEST_USE;
 static void
 free_plan(BulkheadMemPlan *mp)
 {
-	if (mp == NULL)
-		return;
-	if (mp->nodes)
-		pfree(mp->nodes);
-	pfree(mp);
+	if (mp != NULL)
+		bulkhead_nodelimit_release(NULL, mp, false);
 }
 
-/* Return held[i] and take it out of the list.  Never throws. */
+/*
+ * Return held[i] and take it out of the list (orphan: its nodes kept until
+ * the transaction ends).  Never throws.
+ */
 static void
-release_at(int i)
+release_at(int i, bool orphan)
 {
 	if (held[i].granted)
 		bulkhead_grants_release(&held[i].grant, held[i].requested);
 	if (held[i].plan != NULL)
-	{
-		bulkhead_nodelimit_remove(held[i].owner);
-		free_plan(held[i].plan);
-	}
+		bulkhead_nodelimit_release(held[i].owner, held[i].plan, orphan);
 	bulkhead_memory_nheld--;
 	if (i < bulkhead_memory_nheld)
 		memmove(&held[i], &held[i + 1], sizeof(HeldGrant) * (bulkhead_memory_nheld - i));
@@ -144,7 +141,8 @@ memory_exit(int code, Datum arg)
 {
 	bulkhead_grants_wait_cleanup();
 	while (bulkhead_memory_nheld > 0)
-		release_at(bulkhead_memory_nheld - 1);
+		release_at(bulkhead_memory_nheld - 1, false);
+	bulkhead_nodelimit_xact_end();
 }
 
 /* Room for one more grant (before any is taken: this may throw) */
@@ -214,7 +212,7 @@ grant(const void *owner, bool utility, int slotno, const BulkheadMemRequest *req
 
 	/* a record of the same address is a failed executor's, left behind */
 	if (stale >= 0)
-		release_at(stale);
+		release_at(stale, false);
 	make_room();
 	may_wait = bulkhead_memory_nheld == 0;		/* one that holds a grant never waits */
 	h = &held[bulkhead_memory_nheld];
@@ -455,7 +453,7 @@ bulkhead_memory_end(QueryDesc *queryDesc)
 
 	if (likely(bulkhead_memory_nheld == 0) || (i = find(queryDesc)) < 0)
 		return;
-	release_at(i);
+	release_at(i, false);
 }
 
 const BulkheadCaps *
@@ -517,7 +515,7 @@ release_where(bool all, SubTransactionId subid, bool keep_utility)
 	for (i = bulkhead_memory_nheld - 1; i >= 0; i--)
 		if ((all || held[i].subid == subid || held[i].active_in == subid) &&
 			!(keep_utility && held[i].utility))
-			release_at(i);
+			release_at(i, !all);
 }
 
 static void
@@ -531,6 +529,7 @@ memory_xact_callback(XactEvent event, void *arg)
 			bulkhead_grants_wait_cleanup();
 			if (bulkhead_memory_nheld > 0)
 				release_where(true, InvalidSubTransactionId, false);
+			bulkhead_nodelimit_xact_end();
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
@@ -538,6 +537,7 @@ memory_xact_callback(XactEvent event, void *arg)
 			/* a utility that commits internally keeps its grant */
 			if (bulkhead_memory_nheld > 0)
 				release_where(true, InvalidSubTransactionId, true);
+			bulkhead_nodelimit_xact_end();
 			break;
 		default:
 			break;

@@ -126,6 +126,11 @@ typedef struct BulkheadMemPlan
 	int64		granted;		/* bytes granted (0: measured only) */
 	int64		wait_us;		/* its wait for memory, 0 none */
 	bool		shrunk;			/* granted less than asked */
+	/* a statement whose grant went with an aborted subtransaction, its
+	 * executor perhaps resumed still (memory.c): kept until the transaction
+	 * ends */
+	const void *orphan_owner;
+	struct BulkheadMemPlan *orphan_next;
 	/* read at its end (nodepeak.c) */
 	int64		extra_peak;		/* bytes used outside the nodes; -1 unknown */
 } BulkheadMemPlan;

@@ -411,3 +411,41 @@ bulkhead_nodelimit_restore_slow(void)
 	if (hash_mem_multiplier == 1.0)
 		hash_mem_multiplier = pending_hash_mem_multiplier;
 }
+
+/*---- Statements whose grants went with an aborted subtransaction ----*/
+
+/*
+ * Their executors may still be resumed in the transaction (a lazily
+ * evaluated SQL function's, from 18 on): their nodes stay wrapped, with
+ * their plans, until it ends.  Chained through the plans: never allocates.
+ */
+static BulkheadMemPlan *orphans = NULL;
+
+void
+bulkhead_nodelimit_release(const void *owner, BulkheadMemPlan *mp, bool orphan)
+{
+	if (orphan)
+	{
+		mp->orphan_owner = owner;
+		mp->orphan_next = orphans;
+		orphans = mp;
+		return;
+	}
+	if (owner != NULL)
+		bulkhead_nodelimit_remove(owner);
+	if (mp->nodes)
+		pfree(mp->nodes);
+	pfree(mp);
+}
+
+void
+bulkhead_nodelimit_xact_end(void)
+{
+	while (orphans != NULL)
+	{
+		BulkheadMemPlan *mp = orphans;
+
+		orphans = mp->orphan_next;
+		bulkhead_nodelimit_release(mp->orphan_owner, mp, false);
+	}
+}

@@ -19,6 +19,16 @@
  */
 extern void bulkhead_nodelimit_install(QueryDesc *queryDesc, BulkheadMemPlan *mp);
 
+/*
+ * The grant of owner (NULL: none wrapped) is returned: its nodes forgotten
+ * and mp (TopMemoryContext) freed; orphan, a grant that went with an
+ * aborted subtransaction whose executor may still be resumed: both kept
+ * until the transaction ends (bulkhead_nodelimit_xact_end).  Never throw.
+ */
+extern void bulkhead_nodelimit_release(const void *owner, BulkheadMemPlan *mp,
+									   bool orphan);
+extern void bulkhead_nodelimit_xact_end(void);
+
 /* The executor of owner (a QueryDesc) ended or died: its nodes forgotten */
 extern void bulkhead_nodelimit_remove(const void *owner);
 
