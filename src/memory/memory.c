@@ -227,7 +227,7 @@ grant(const void *owner, bool utility, int slotno, const BulkheadMemRequest *req
 	h->subid = GetCurrentSubTransactionId();
 	h->active_in = h->subid;
 	h->requested = measure_only ? 0 : bulkhead_memreq_bytes(req);
-	h->shrunk = outcome.setting_kb < req->setting_kb;
+	h->shrunk = outcome.shrunk;
 	h->plan = pending;
 	pending = NULL;
 	memset(h->asked, 0, sizeof(h->asked));

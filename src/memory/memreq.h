@@ -41,20 +41,24 @@ typedef struct BulkheadMemRequest
 								 * over the memory nodes of their processes,
 								 * times hash_mem_multiplier for hashing */
 	double		fixed;			/* bytes that do not follow the setting */
+	double		extra;			/* bytes asked beyond the nodes (feedback:
+								 * memory outside them), dropped first when
+								 * the statement is shrunk: never a floor */
 	int			nodes;			/* memory nodes (each one's processes counted) */
 } BulkheadMemRequest;
 
-/* The request in bytes with the setting at setting_kb */
+/* The request shrunk, in bytes, with the setting at setting_kb: no extra */
 static inline double
 bulkhead_memreq_bytes_at(const BulkheadMemRequest *req, int setting_kb)
 {
 	return req->units * (double) setting_kb * 1024.0 + req->fixed;
 }
 
+/* The whole request in bytes */
 static inline int64
 bulkhead_memreq_bytes(const BulkheadMemRequest *req)
 {
-	return (int64) Min(bulkhead_memreq_bytes_at(req, req->setting_kb),
+	return (int64) Min(bulkhead_memreq_bytes_at(req, req->setting_kb) + req->extra,
 					   (double) (PG_INT64_MAX / 4));
 }
 

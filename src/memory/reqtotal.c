@@ -9,7 +9,8 @@
  * largest of their requests; a Gather's workers run every node below it at
  * the largest request below it (a worker takes the leader's settings at
  * the Gather's first call).  Granted less, every node's limit is scaled as
- * much, never below 64 kB (a floor per node, as 1.4's).
+ * much, never below 64 kB (a floor per node, as 1.4's); what feedback
+ * asks beyond the nodes is dropped first, so it is never part of a floor.
  *
  * Owns no state; calls no module.  Called by memory.c.
  *
@@ -82,7 +83,8 @@ bulkhead_reqtotal_total(BulkheadMemPlan *mp, BulkheadMemRequest *req)
 	req->maintenance = false;
 	req->setting_kb = Max(max_kb, 1);
 	req->units = bytes / 1024.0 / req->setting_kb;
-	req->fixed = mp->fixed + mp->extra;
+	req->fixed = mp->fixed;
+	req->extra = mp->extra;
 }
 
 void

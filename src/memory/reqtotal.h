@@ -26,10 +26,10 @@ extern void bulkhead_reqtotal_assign(BulkheadMemPlan *mp, const BulkheadMemReque
 
 
 /*
- * The setting (kB) that makes req fit in avail bytes: the largest that
- * does, at most the one it runs with, at least the floor (so a statement
- * that must run in less than it fits can exceed avail by the floor per
- * node, and by its fixed part).
+ * The setting (kB) that makes req, shrunk (its extra dropped), fit in
+ * avail bytes: the largest that does, at most the one it runs with, at
+ * least the floor (so a statement that must run in less than it fits can
+ * exceed avail by the floor per node, and by its fixed part).
  */
 extern int	bulkhead_reqtotal_fit(const BulkheadMemRequest *req, int64 avail);
 

@@ -249,6 +249,7 @@ bulkhead_memreq_utility(Node *stmt, int context, int maintenance_kb,
 	req->setting_kb = maintenance_kb;
 	req->units = 1 + Max(maintenance_workers, 0);
 	req->fixed = 0;
+	req->extra = 0;
 	req->nodes = (int) req->units;
 	return true;
 }
