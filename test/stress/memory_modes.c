@@ -121,7 +121,10 @@
  * - at each level in enforce mode (mg_a, mg_b, mg_root, mg_c1, mg_c2) with
  *   a bound: memory_granted <= bound + allowance; at the server, when on,
  *   memory_granted (less the monitor's own grant) <= bound + allowance
- *   (the shadow clients' requests, everyone else's floors);
+ *   (the shadow clients' requests, everyone else's floors; a shadow
+ *   request may grow past the published one by feedback: the grants mg_sh's
+ *   backends hold, read just before and after the server's row, count
+ *   when they are larger);
  * - memory_granted >= 0, memory_waiting >= 0 everywhere, memory_waiting at
  *   most the clients that published a statement there; the max_memory
  *   shown is one the tool set and has not retired;
@@ -1114,12 +1117,18 @@ typedef struct MRow
 	int64_t		max_queued;
 } MRow;
 
+/* at most this many mg_sh backends are read per sample (else: a tool error) */
+#define MAX_SH 512
+
 typedef struct Sample
 {
 	MRow		w[NW];
 	MRow		server;
 	int64_t		own;			/* the sample's own grant */
 	int			others;			/* other backends in bulkhead_memory_activity() */
+	int			nsh;			/* mg_sh's backends, read before and after */
+	int			sh_pid[MAX_SH];	/* the server's row: each one's largest */
+	int64_t		sh_granted[MAX_SH]; /* grant in the two reads */
 } Sample;
 
 /* what the changer waits for the monitor to see */
@@ -1134,8 +1143,12 @@ static Expect expected;
 #define MONITOR_SQL \
 	"SELECT 1, workload, max_memory, memory_granted, memory_waiting::int8, max_queued::int8" \
 	" FROM bulkhead_stats WHERE workload ~ " WORKLOAD_PATTERN \
+	" UNION ALL SELECT 5, pid::text, workload, memory_requested, memory_granted, 0::int8" \
+	" FROM bulkhead_memory_activity() WHERE workload = 'mg_sh'" \
 	" UNION ALL SELECT 2, 'server', max_memory, memory_granted, memory_waiting::int8, 0::int8" \
 	" FROM bulkhead_memory" \
+	" UNION ALL SELECT 5, pid::text, workload, memory_requested, memory_granted, 0::int8" \
+	" FROM bulkhead_memory_activity() WHERE workload = 'mg_sh'" \
 	" UNION ALL SELECT 3, pid::text, workload, memory_requested, memory_granted," \
 	" (pid = pg_backend_pid())::int::int8 FROM bulkhead_memory_activity()" \
 	" UNION ALL SELECT 4, pid::text, workload, memory_requested, memory_granted, 0::int8" \
@@ -1202,6 +1215,28 @@ read_sample(PGconn *conn, Sample *s, bool report)
 			r->granted = a;
 			r->waiting = b;
 			r->max_queued = x;
+		}
+		else if (part == 5)
+		{
+			/* a shadow backend: its largest grant in the two reads */
+			int			pid = atoi(name);
+			int			k;
+
+			for (k = 0; k < s->nsh && s->sh_pid[k] != pid; k++)
+				;
+			if (k == MAX_SH)
+			{
+				tc_tool_error("monitor: more than %d backends in mg_sh", MAX_SH);
+				continue;
+			}
+			if (k == s->nsh)
+			{
+				s->nsh++;
+				s->sh_pid[k] = pid;
+				s->sh_granted[k] = 0;
+			}
+			if (b > s->sh_granted[k])
+				s->sh_granted[k] = b;
 		}
 		else if (part == 3 || part == 4)
 		{
@@ -1287,6 +1322,8 @@ monitor_main(void *arg)
 		int64_t		bound[NW + 1];
 		int64_t		cur[NW + 1];
 		bool		shown_ok[NW + 1];
+		int64_t		sh_full = 0;
+		int64_t		sh_read = 0;
 
 		/* t1: retire what has drained, start the peaks from now */
 		pthread_mutex_lock(&mlock);
@@ -1332,11 +1369,25 @@ monitor_main(void *arg)
 						allow[l] += p->pk_floor[lv];
 						nwait[l]++;
 					}
-				allow[L_SERVER] += lv == W_SH ? p->pk_full[lv] : p->pk_floor[lv];
+				if (lv == W_SH)
+					sh_full += p->pk_full[lv];
+				else
+					allow[L_SERVER] += p->pk_floor[lv];
 			}
 			if (any)
 				nwait[L_SERVER]++;
 		}
+		/*
+		 * A shadow statement counts at the server by its whole request,
+		 * which feedback may make larger than the one published (kfull:
+		 * worked out before any run): the larger of the published ones and
+		 * the grants that mg_sh's backends held in the reads before and
+		 * after the server's row (a grant counted there was held in one of
+		 * them, unless it began and ended between the two).
+		 */
+		for (i = 0; i < s.nsh; i++)
+			sh_read += s.sh_granted[i];
+		allow[L_SERVER] += sh_full > sh_read ? sh_full : sh_read;
 		for (l = 0; l <= L_SERVER; l++)
 		{
 			const MRow *r = l == L_SERVER ? &s.server : &s.w[l];
