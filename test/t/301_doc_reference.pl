@@ -103,7 +103,7 @@ for my $table ('bulkhead_workload', 'bulkhead_rule')
 {
 	my $have = entries($table);
 	my %type = map { split /\t/ } split /\n/, $node->safe_psql('postgres', qq{
-		SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute
+		SELECT attname || E'\t' || format_type(atttypid, atttypmod) FROM pg_attribute
 		 WHERE attrelid = '$table'::regclass AND attnum > 0 AND NOT attisdropped});
 	my @cols = split /\n/, $node->safe_psql('postgres', qq{
 		SELECT column_name FROM information_schema.columns
@@ -118,7 +118,9 @@ for my $table ('bulkhead_workload', 'bulkhead_rule')
 {
 	my $have = entries('Views and functions');
 	my @objs = split /\n/, $node->safe_psql('postgres', q{
-		SELECT p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ')'
+		SELECT p.proname || '(' || array_to_string(ARRAY(
+		         SELECT a FROM unnest(string_to_array(pg_get_function_identity_arguments(p.oid), ', ')) a
+		          WHERE a NOT LIKE 'OUT %'), ', ') || ')'
 		  FROM pg_depend d JOIN pg_proc p ON p.oid = d.objid
 		 WHERE d.classid = 'pg_proc'::regclass AND d.deptype = 'e'
 		   AND d.refclassid = 'pg_extension'::regclass
@@ -138,7 +140,7 @@ for my $table ('bulkhead_workload', 'bulkhead_rule')
 	my $have = entries('Settings');
 	my %shown;
 	for (split /\n/, $node->safe_psql('postgres', q{
-		SELECT name, boot_val, coalesce(unit, ''), context FROM pg_settings
+		SELECT concat_ws(E'\t', name, boot_val, coalesce(unit, ''), context) FROM pg_settings
 		 WHERE name LIKE 'bulkhead.%'}))
 	{
 		my ($name, $boot, $unit, $context) = split /\t/, $_, -1;
