@@ -345,7 +345,8 @@ sub cells
 {
 	my ($l) = @_;
 	$l =~ s/^\s*--//;
-	return map { s/^\s+|\s+$//gr } split /\|/, $l, -1;
+	my @c = map { s/^\s+|\s+$//gr } split /\|/, $l, -1;
+	return @c ? @c : ('');    # "--": one empty cell
 }
 
 # Cut a sql block into chunks at its output tables: { pre, stmt, table },
@@ -398,7 +399,7 @@ sub split_block
 				{
 					push @$problems,
 					  "$page:" . ($step->{line} + 1 + $j) . ": a row of " . scalar(@c)
-					  . " cells under a header of " . scalar(@{ $t{header} })
+					  . " cell(s) under a header of " . scalar(@{ $t{header} })
 					  . " (end a table with a blank line or its footer)";
 				}
 				else
