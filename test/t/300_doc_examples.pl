@@ -35,20 +35,27 @@
 #     A table is a header line, then the dashes line (only "-" and "+"),
 #     then a line for each row, up to the "(N rows)" footer or the first
 #     line that is not a "--" comment (so end a table with a blank line or
-#     its footer before a comment of prose).  The statement before it, which
-#     ends with ";" (or \g, \watch), runs in aligned format, and the test
-#     compares the column names, each cell (trimmed: widths and spacing do
-#     not count), the number of rows, and the footer if one is written.  A
-#     cell written "…" matches any value; a last row line of just "…"
-#     matches any number of further rows.  A statement that raises an error
-#     prints no table, so a table under it fails.  A "--" comment line with
-#     " | " in it that is not part of such a table fails too ("add the
-#     dashes line").
+#     its footer before a comment of prose).  It belongs to the last
+#     statement that ended before it (at a ";" outside quotes, comments,
+#     dollar-quoted bodies and parentheses, or at \g or \watch); that
+#     statement runs in aligned format, and the test compares the column
+#     names, each cell (trimmed: widths and spacing do not count), the rows
+#     in order (so ORDER BY, when there are two or more), the number of
+#     rows, and the footer if one is written.  A cell written "…" matches
+#     any value (a time, a pid, a value over several lines); a last row
+#     line of just "…" matches any number of further rows, none included.
+#     The rest of the block runs as ever, its output unchecked.  A statement
+#     that raises an error prints no table, so a table under it fails (with
+#     expect, show the error as a comment: "-- ERROR:  ...").  A "--"
+#     comment line with " | " in it that is not part of such a table fails
+#     too ("add the dashes line").
 #
 #   * A block may connect its session anew with psql's \c or \connect (say
 #     "\c - alice": the same database, as role alice, who needs LOGIN); the
-#     session stays connected so for the blocks after it.  A \c that fails
-#     fails the test.  Not in an async block: give it a block of its own.
+#     session's later blocks run on that connection (as role alice, with
+#     her settings, ALTER ROLE ... SET included), until another \c.  A \c
+#     that fails fails the test.  Not in an async block: give it a block of
+#     its own.  SET ROLE and RESET ROLE work as ever.
 #
 #   * A one-line comment on the line just above a ```sql fence says how
 #     that block runs (not what it runs), options separated by ";":
@@ -337,7 +344,7 @@ sub lex_sql
 	return (\@stmts, \@lines);
 }
 
-my $dashes = qr/^\s*-- ?(-+(?:\+-+)*)\s*$/;
+my $dashes = qr/^\s*-- (-+(?:\+-+)*)\s*$/;
 my $footer = qr/^\s*--\s*(\(\d+ rows?\))\s*$/;
 
 # the cells of a table line as the page writes it, trimmed
