@@ -1,25 +1,57 @@
-# 300_doc_examples.pl: every SQL example of README.md and doc/*.md runs.
+# 300_doc_examples.pl: every SQL example of README.md and doc/*.md runs, and
+# shows what it prints.
 #
 # Each page gets a fresh cluster with bulkhead preloaded (bulkhead.database
-# = postgres) and nothing else but pg_stat_statements, whose join with
-# bulkhead_statements doc/monitoring.md shows (1.4): not even CREATE
-# EXTENSION, which the page shows or runs in a hidden step.  Its ```sql blocks run in page order, each
-# in one psql session that lives for the whole page (SQLSTATEs shown), and
-# a block passes when it raised exactly the errors its page says it raises:
-# none, unless told otherwise.  So an example that rots (a renamed column, a
-# function called with a signature it no longer has, a setting that is
-# gone) fails here, naming the page and line.
+# = postgres) and nothing else but pg_stat_statements: not even CREATE
+# EXTENSION, which the page shows.  Its ```sql blocks run in page order, each
+# in a psql session that lives for the whole page, connected to database
+# postgres as the bootstrap superuser.  A block passes when it raised exactly
+# the errors its page says it raises (none, unless told otherwise) and every
+# output table it shows matches what psql printed.  So an example that rots
+# (a renamed column, a changed result, a function called with a signature it
+# no longer has, a setting that is gone) fails here, naming the page and line.
 #
-# The convention, for whoever writes the pages:
+# The rules, for whoever writes the pages:
 #
 #   * Every fence carries a language.  ```sql blocks run; ```sh, ```conf,
 #     ```ini, ```java, ```python, ```promql and ```text are not SQL and do
-#     not run.  Any other language, or a fence with none, fails the test:
-#     no SQL example can slip through untested under another name.  (The
-#     Java and Python blocks are checked by test/clients/run.sh.)
+#     not run.  Any other language, or a fence with none, fails the test.
+#     (The Java and Python blocks are checked by test/clients/run.sh.)
 #
-#   * A one-line comment on the line just above a ```sql fence sets how
-#     that block runs, options separated by ";":
+#   * The test runs exactly what a block shows: there are no hidden steps
+#     (a "<!-- doc-test: run" comment fails the test).  Every setup an
+#     example needs is a visible block.
+#
+#   * Output is checked.  Comment lines right after a statement that form a
+#     table as psql prints it by default (aligned), each prefixed "-- ", are
+#     that statement's output:
+#
+#       SELECT workload, source FROM bulkhead_classify('SELECT 1');
+#       --  workload | source
+#       -- ----------+--------
+#       --  reports  | rule
+#       -- (1 row)
+#
+#     A table is a header line, then the dashes line (only "-" and "+"),
+#     then a line for each row, up to the "(N rows)" footer or the first
+#     line that is not a "--" comment (so end a table with a blank line or
+#     its footer before a comment of prose).  The statement before it, which
+#     ends with ";" (or \g, \watch), runs in aligned format, and the test
+#     compares the column names, each cell (trimmed: widths and spacing do
+#     not count), the number of rows, and the footer if one is written.  A
+#     cell written "…" matches any value; a last row line of just "…"
+#     matches any number of further rows.  A statement that raises an error
+#     prints no table, so a table under it fails.  A "--" comment line with
+#     " | " in it that is not part of such a table fails too ("add the
+#     dashes line").
+#
+#   * A block may connect its session anew with psql's \c or \connect (say
+#     "\c - alice": the same database, as role alice, who needs LOGIN); the
+#     session stays connected so for the blocks after it.  A \c that fails
+#     fails the test.  Not in an async block: give it a block of its own.
+#
+#   * A one-line comment on the line just above a ```sql fence says how
+#     that block runs (not what it runs), options separated by ";":
 #
 #       <!-- doc-test: session two; expect 53B01 -->
 #       ```sql
@@ -28,7 +60,8 @@
 #
 #       session NAME   run it in the page's session NAME, opened at its
 #                      first use (the default session is "main"): a second
-#                      client, as the text says ("in another session ...")
+#                      client, which the text names ("in a second psql
+#                      session: ...")
 #       database NAME  the database a session connects to when it is
 #                      opened (default postgres, = bulkhead.database)
 #       expect CODE,…  the block must raise exactly these SQLSTATEs, errors
@@ -37,26 +70,23 @@
 #                      when a reader leaves a session waiting for a permit:
 #                      the next step starts when the block has ended or its
 #                      backend is queued in bulkhead_activity (for a permit,
-#                      or waiting for memory); its errors
-#                      are checked when its session is used again, or at the
+#                      or waiting for memory); its errors and tables are
+#                      checked when its session is used again, or at the
 #                      end of the page
-#
-#   * A hidden step is a comment that opens with "<!-- doc-test: run",
-#     options after it on that line, SQL on the lines below, "-->" on a line
-#     of its own.  It runs at its place in the page, as a block does: setup
-#     that a reader would already have done (a role, a database, a table
-#     the example reads) or a second client that the text only describes.
 #
 #   * psql's \watch runs the query once (as \g), since \watch repeats it
 #     until interrupted.
 #
-#   * After a step that changed bulkhead_workload or bulkhead_rule, the
+#   * After a block that changed bulkhead_workload or bulkhead_rule, the
 #     test waits until the background worker has loaded the tables (a
 #     sentinel workload made, seen in bulkhead_stats and removed), as a
 #     reader's next command, typed a moment later, would find them loaded.
+#     A reader who is quicker gets 42704 (workload unknown) for about a
+#     second: the page says so.
 #
 # DOC_TEST_SHOW=1 in the environment shows each block's output and messages
 # (as notes), to compare with what the page says they are.
+# DOC_TEST_PAGES=REGEX runs only the pages whose path matches.
 #
 # A "<!-- doc-test" comment that is not one of these, an option that is
 # not known, and a step that cannot run (its session died, it never ended
@@ -65,9 +95,11 @@
 # GitHub makes anchors of headings).
 use strict;
 use warnings;
+use utf8;
 use FindBin;
 use lib $FindBin::RealBin;
 use BulkheadTest;
+use Encode qw(decode encode);
 use File::Basename qw(basename dirname);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
@@ -76,42 +108,35 @@ use Test::More;
 my $root = "$FindBin::RealBin/../..";
 my @pages = ('README.md', map { "doc/" . basename($_) } sort glob("$root/doc/*.md"));
 ok(@pages > 1, 'there are pages under doc/') or BAIL_OUT('no doc/*.md');
+@pages = grep { /$ENV{DOC_TEST_PAGES}/ } @pages if $ENV{DOC_TEST_PAGES};
 
 my %not_run = map { $_ => 1 } qw(sh conf ini java python promql text);
 my %known_option = map { $_ => 1 } qw(session database expect async);
 
+# psql's meta-commands that send the query buffer
+my %sends = map { $_ => 1 } qw(g gx gset gexec gdesc gp watch);
+
 # ---- reading a page ---------------------------------------------------------
 
 # The steps of a page: { line, lang, sql, session, database, expect, async,
-# hidden }, in page order; problems (strings) for what cannot be run.
+# chunks, tail, reconnects }, in page order; problems (strings) for what
+# cannot be run.
 sub parse_page
 {
 	my ($page) = @_;
-	my @lines = split /\n/, slurp_file("$root/$page"), -1;
+	my @lines = split /\n/, decode('UTF-8', slurp_file("$root/$page")), -1;
 	my (@steps, @problems, $pending);
 	my $i = 0;
 	while ($i < @lines)
 	{
 		my $line = $lines[$i];
 		my $n = $i + 1;
-		if ($line =~ /^\s*<!--\s*doc-test:\s*run\b(.*)$/ && $line !~ /-->/)
+		if ($line =~ /^\s*<!--\s*doc-test:\s*run\b/)
 		{
-			# a hidden step: options on this line, SQL up to a line "-->"
-			my $opts = parse_options($1, $page, $n, \@problems);
-			my @sql;
-			$i++;
-			while ($i < @lines && $lines[$i] !~ /^\s*-->\s*$/)
-			{
-				push @sql, $lines[$i];
-				$i++;
-			}
-			if ($i >= @lines)
-			{
-				push @problems, "$page:$n: hidden step without a closing '-->'";
-				last;
-			}
-			push @steps, { %$opts, line => $n, sql => join("\n", @sql), hidden => 1 };
-			push @problems, "$page:$n: empty hidden step" if join('', @sql) !~ /\S/;
+			push @problems,
+			  "$page:$n: hidden steps are gone: show the setup in a visible block";
+			# read on after its end
+			$i++ while $line !~ /-->/ && $i < @lines && $lines[$i] !~ /-->/;
 			$i++;
 			next;
 		}
@@ -151,9 +176,12 @@ sub parse_page
 			if ($lang eq 'sql')
 			{
 				# the fence's indentation (a block in a list) is not the SQL's
-				s/^ {0,$indent}// for @body;
+				# (not {0,0}: perl 5.36 drops a space of a UTF-8 string then)
+				s/^ {1,$indent}// for $indent ? @body : ();
 				my $opts = ($pending && $pending->{line} == $n - 1) ? $pending->{opts} : {};
-				push @steps, { %$opts, line => $n, sql => join("\n", @body) };
+				my $step = { %$opts, line => $n, sql => join("\n", @body) };
+				split_block($page, $step, \@problems);
+				push @steps, $step;
 			}
 			elsif ($pending && $pending->{line} == $n - 1)
 			{
@@ -217,6 +245,201 @@ sub parse_options
 	return \%o;
 }
 
+# How psql reads $text, roughly (enough for the pages' SQL): the statements,
+# each { begin, end } as offsets in $text (a statement ends at a ";" outside
+# quotes, comments, dollar quotes and parentheses, or at a meta-command that
+# sends it; a meta-command on its own is one too, with its name as meta);
+# and for each line, whether it starts outside a string or comment (top)
+# and inside a statement not yet ended (pending).
+sub lex_sql
+{
+	my ($text) = @_;
+	my (@stmts, @lines);
+	my ($begin, $depth, $line) = (undef, 0, 0);
+	$lines[0] = { top => 1, pending => 0 };
+	my $inside = sub {    # newlines inside a token: lines that start inside it
+		my ($tok) = @_;
+		my $nl = ($tok =~ tr/\n//);
+		$lines[ ++$line ] = { top => 0, pending => 1 } for 1 .. $nl;
+	};
+	pos($text) = 0;
+	while (pos($text) < length $text)
+	{
+		my $at = pos($text);
+		if ($text =~ /\G\n/gc)
+		{
+			$lines[ ++$line ] = { top => 1, pending => defined $begin ? 1 : 0 };
+		}
+		elsif ($text =~ /\G[ \t\r\f]+/gc || $text =~ /\G--[^\n]*/gc)
+		{
+		}
+		elsif ($text =~ m{\G/\*}gc)
+		{
+			my $nest = 1;
+			while ($nest > 0 && pos($text) < length $text)
+			{
+				if    ($text =~ m{\G/\*}gc) { $nest++ }
+				elsif ($text =~ m{\G\*/}gc) { $nest-- }
+				else                         { $text =~ m{\G(?:[^/*]+|.)}gcs }
+			}
+			$inside->(substr($text, $at, pos($text) - $at));
+		}
+		elsif ((($at == 0 || substr($text, $at - 1, 1) !~ /[\w\$]/)
+				&& $text =~ /\G[Ee]'(?:[^'\\]|\\.|'')*'?/gcs)
+			|| $text =~ /\G'(?:[^']|'')*'?/gc
+			|| $text =~ /\G"(?:[^"]|"")*"?/gc)
+		{
+			$begin //= $at;
+			$inside->(substr($text, $at, pos($text) - $at));
+		}
+		elsif (($at == 0 || substr($text, $at - 1, 1) !~ /[\w\$]/)
+			&& $text =~ /\G(\$(?:[A-Za-z_\x80-\x{10FFFF}][\w\x80-\x{10FFFF}]*)?\$)/gc)
+		{
+			my $tag = $1;
+			my $end = index($text, $tag, pos($text));
+			pos($text) = $end < 0 ? length $text : $end + length $tag;
+			$begin //= $at;
+			$inside->(substr($text, $at, pos($text) - $at));
+		}
+		elsif ($text =~ /\G\\([A-Za-z]+|\\)?[^\n]*/gc)
+		{
+			my $name = $1 // '';
+			if ($sends{$name} && defined $begin)
+			{
+				push @stmts, { begin => $begin, end => pos($text) };
+				undef $begin;
+				$depth = 0;
+			}
+			elsif (!defined $begin)
+			{
+				push @stmts, { begin => $at, end => pos($text), meta => $name };
+			}
+		}
+		elsif ($text =~ /\G;/gc)
+		{
+			if ($depth == 0 && defined $begin)
+			{
+				push @stmts, { begin => $begin, end => pos($text) };
+				undef $begin;
+			}
+		}
+		elsif ($text =~ /\G([()])/gc)
+		{
+			$begin //= $at;
+			$depth += $1 eq '(' ? 1 : ($depth > 0 ? -1 : 0);
+		}
+		else
+		{
+			$text =~ /\G(?:[^\s'"\$\\;()\-\/]+|.)/gcs;
+			$begin //= $at;
+		}
+	}
+	return (\@stmts, \@lines);
+}
+
+my $dashes = qr/^\s*-- ?(-+(?:\+-+)*)\s*$/;
+my $footer = qr/^\s*--\s*(\(\d+ rows?\))\s*$/;
+
+# the cells of a table line as the page writes it, trimmed
+sub cells
+{
+	my ($l) = @_;
+	$l =~ s/^\s*--//;
+	my @c = map { s/^\s+|\s+$//gr } split /\|/, $l, -1;
+	return @c ? @c : ('');    # "--": one empty cell
+}
+
+# Cut a sql block into chunks at its output tables: { pre, stmt, table },
+# pre the SQL before the statement that printed the table, and a tail: the
+# SQL after the last table.  A table: { line (on the page), lines (as the
+# page writes them), header (names), rows (lists of cells), more (a last
+# row "…"), footer }.
+sub split_block
+{
+	my ($page, $step, $problems) = @_;
+	my $text = $step->{sql};
+	$text =~ s/\\watch\b[^\n]*/\\g/g;    # run once
+	my @lines = split /\n/, $text, -1;
+	my @off = (0);
+	push @off, $off[-1] + length($_) + 1 for @lines;
+	my ($stmts, $state) = lex_sql($text);
+	my (@chunks, $from);
+	$from = 0;
+	my $last_end = 0;    # where the text after the last table starts
+	for (my $i = 0; $i < @lines; $i++)
+	{
+		my $n = $step->{line} + 1 + $i;
+		next unless $state->[$i]{top} && $lines[$i] =~ /^\s*--/;
+		if ($i + 1 < @lines && $lines[ $i + 1 ] =~ $dashes && $state->[ $i + 1 ]{top}
+			&& $lines[$i] !~ $dashes)
+		{
+			my %t = (line => $n, lines => [ @lines[ $i, $i + 1 ] ], header => [ cells($lines[$i]) ],
+				rows => []);
+			my $j = $i + 2;
+			while ($j < @lines && $lines[$j] =~ /^\s*--(?: |$)/)
+			{
+				push @{ $t{lines} }, $lines[$j];
+				if ($lines[$j] =~ $footer)
+				{
+					$t{footer} = $1;
+					$j++;
+					last;
+				}
+				my @c = cells($lines[$j]);
+				if ($t{more})
+				{
+					push @$problems, "$page:" . ($step->{line} + 1 + $j)
+					  . ": a row after the last row \"…\" (end a table with a blank line or its footer)";
+				}
+				elsif (@c == 1 && $c[0] eq '…')
+				{
+					$t{more} = 1;
+				}
+				elsif (@c != @{ $t{header} })
+				{
+					push @$problems,
+					  "$page:" . ($step->{line} + 1 + $j) . ": a row of " . scalar(@c)
+					  . " cell(s) under a header of " . scalar(@{ $t{header} })
+					  . " (end a table with a blank line or its footer)";
+				}
+				else
+				{
+					push @{ $t{rows} }, \@c;
+				}
+				$j++;
+			}
+			# the statement that printed it: the last one ended before it
+			my ($st) = grep { $_->{end} <= $off[$i] } reverse @$stmts;
+			if ($state->[$i]{pending})
+			{
+				push @$problems, "$page:$n: a table after a statement that is not ended (end it with ;)";
+			}
+			elsif (!$st || $st->{end} <= $last_end)
+			{
+				push @$problems, "$page:$n: a table that follows no statement";
+			}
+			else
+			{
+				push @chunks, {
+					pre => substr($text, $from, $st->{begin} - $from),
+					stmt => substr($text, $st->{begin}, $st->{end} - $st->{begin}),
+					table => \%t };
+			}
+			$from = $last_end = $j < @lines ? $off[$j] : length $text;
+			$i = $j - 1;
+			next;
+		}
+		push @$problems, "$page:$n: looks like output but is not a psql table: add the dashes line"
+		  if $lines[$i] =~ / \| /;
+	}
+	$step->{chunks} = \@chunks;
+	$step->{tail} = substr($text, $from);
+	$step->{run} = $text;
+	$step->{reconnects} = grep { defined $_->{meta} && $_->{meta} =~ /^(?:c|connect)$/ } @$stmts;
+	push @$problems, "$page:$step->{line}: \\c in an async block: give it a block of its own"
+	  if $step->{reconnects} && $step->{async};
+	return;
+}
 # ---- links between the pages ------------------------------------------------
 
 # GitHub's anchor for a heading: lower case, punctuation dropped but for
@@ -263,11 +486,117 @@ sub check_links
 	return @bad;
 }
 
+# ---- output tables ----------------------------------------------------------
+
+# The table psql printed (aligned, with a header) in $out: { header, rows,
+# footer, lines }, cut at the columns of its dashes line; a cell that goes
+# on over lines (marked "+") is one value with newlines.  Undef if there is
+# none.
+sub psql_table
+{
+	my ($out) = @_;
+	my @l = split /\n/, $out;
+	my ($d) = grep { $l[$_] =~ /^-+(?:\+-+)*$/ } 1 .. $#l;
+	return undef unless defined $d;
+	my (@col, $p);
+	$p = 0;
+	for my $w (map { length } split /\+/, $l[$d])
+	{
+		push @col, [ $p, $w ];
+		$p += $w + 1;
+	}
+	my $cut = sub {    # the cells of a line: [ text, marker ]
+		my $line = shift;
+		$line .= ' ' x ($p - length $line) if length $line < $p;
+		return map {
+			[   substr($line, $_->[0] + 1, $_->[1] - 2) =~ s/^\s+|\s+$//gr,
+				substr($line, $_->[0] + $_->[1] - 1, 1) ]
+		} @col;
+	};
+	my %t = (header => [ map { $_->[0] } $cut->($l[ $d - 1 ]) ], rows => [],
+		lines => [ @l[ $d - 1 .. $#l ] ]);
+	my $goes_on;
+	for my $k ($d + 1 .. $#l)
+	{
+		if ($l[$k] =~ /^(\(\d+ rows?\))$/)
+		{
+			$t{footer} = $1;
+			$#{ $t{lines} } = $k - $d + 1;
+			last;
+		}
+		my @c = $cut->($l[$k]);
+		if ($goes_on)
+		{
+			my $row = $t{rows}[-1];
+			for my $j (0 .. $#c)
+			{
+				$row->[$j] .= "\n$c[$j][0]" if $goes_on->[$j] eq '+';
+			}
+		}
+		else
+		{
+			push @{ $t{rows} }, [ map { $_->[0] } @c ];
+		}
+		$goes_on = (grep { $_->[1] eq '+' } @c) ? [ map { $_->[1] } @c ] : undef;
+	}
+	return \%t;
+}
+
+# How $got (psql_table) differs from $want (a table of a page): a list of
+# sentences, empty if it matches.
+sub table_diff
+{
+	my ($want, $got) = @_;
+	return ('psql printed no table') unless $got;
+	my @d;
+	my $names = sub { '(' . join(', ', @{ $_[0] }) . ')' };
+	push @d, "the columns are " . $names->($got->{header}) . ", not " . $names->($want->{header})
+	  if join("\0", @{ $want->{header} }) ne join("\0", @{ $got->{header} });
+	my ($nw, $ng) = (scalar @{ $want->{rows} }, scalar @{ $got->{rows} });
+	for my $r (0 .. ($nw < $ng ? $nw : $ng) - 1)
+	{
+		my ($w, $g) = ($want->{rows}[$r], $got->{rows}[$r]);
+		for my $j (0 .. $#$w)
+		{
+			next if $w->[$j] eq '…';
+			my $gv = $g->[$j] // '(none)';
+			my $name = $got->{header}[$j] // $j + 1;
+			push @d, "row " . ($r + 1) . ", $name: '$gv', not '$w->[$j]'"
+			  if $gv ne $w->[$j];
+		}
+	}
+	my $rows = sub { $_[0] == 1 ? '1 row' : "$_[0] rows" };
+	push @d, $rows->($ng) . ", not " . ($want->{more} ? "$nw or more" : $nw)
+	  if $ng < $nw || ($ng > $nw && !$want->{more});
+	push @d, "the footer is '" . ($got->{footer} // '') . "', not '$want->{footer}'"
+	  if defined $want->{footer} && ($got->{footer} // '') ne $want->{footer};
+	return @d;
+}
+
+# A block as it runs: each table's statement in aligned format with its
+# header and footer, between marks (on stdout and on stderr) that cut the
+# output into the pieces, then back to BackgroundPsql's own format
+# (psql -XAtq: unaligned, tuples only).
+my $mark = '@doc-test-mark@';
+
+sub script
+{
+	my ($step) = @_;
+	my $m = "\\echo '$mark'\n\\warn '$mark'\n";
+	my $s = '';
+	for my $c (@{ $step->{chunks} })
+	{
+		$s .= "$c->{pre}\n$m\\pset format aligned\n\\pset tuples_only off\n$c->{stmt}\n"
+		  . "\\pset format unaligned\n\\pset tuples_only on\n$m";
+	}
+	return $s . $step->{tail};
+}
+
 # ---- running a page ---------------------------------------------------------
 
 # The errors and warnings of a block's stderr, as SQLSTATEs in order, and
 # the lines psql wrote that are no server message (an unknown backslash
-# command, a session that died).
+# command, a session that died, a \c that failed).
 sub messages
 {
 	my ($err) = @_;
@@ -288,6 +617,54 @@ sub messages
 		}
 	}
 	return (\@codes, \@other);
+}
+
+sub show
+{
+	my ($s) = @_;
+	return encode('UTF-8', $s);
+}
+
+# Check what a block printed: its errors, and its tables.
+sub check_step
+{
+	my ($page, $step, $out, $err) = @_;
+	($out, $err) = map { decode('UTF-8', $_) } ($out, $err);
+	my @out = split /^\Q$mark\E\n?/m, $out, -1;
+	my @err = split /^\Q$mark\E\n?/m, $err, -1;
+	my $where = "$page:$step->{line}";
+	note(show("$where:\n" . join('', @out) . "\n" . join('', @err))) if $ENV{DOC_TEST_SHOW};
+
+	my ($codes, $other) = messages(join '', @err);
+	my $want = join(',', @{ $step->{expect} // [] });
+	my $ok = is(join(',', @$codes), $want,
+		"$where: " . ($want eq '' ? 'runs without an error' : "raises $want"));
+	$ok &&= is(scalar(@$other), 0, "$where: psql has nothing else to say");
+	diag(show("$where:\n$step->{sql}\n--- stderr:\n" . join('', @err))) unless $ok;
+
+	my $k = 0;
+	for my $c (@{ $step->{chunks} })
+	{
+		$k++;
+		my $t = $c->{table};
+		my ($o, $e) = ($out[ 2 * $k - 1 ] // '', $err[ 2 * $k - 1 ] // '');
+		my @d;
+		if ($e =~ /^(?:psql:[^:]*:\d+: )?(?:ERROR|FATAL|PANIC):|^psql:.*\berror:/m)
+		{
+			@d = ('the statement raised an error, and a statement that errors has no table: '
+				  . (split /\n/, $e)[0]);
+		}
+		else
+		{
+			@d = table_diff($t, psql_table($o));
+		}
+		ok(!@d, "$page:$t->{line}: the table shows what the statement prints")
+		  or diag(show("$page:$t->{line}: " . join("\n", @d)
+			  . "\n--- the statement:\n$c->{stmt}\n--- the page shows:\n"
+			  . join("\n", @{ $t->{lines} }) . "\n--- psql printed:\n"
+			  . join("\n", map { "-- $_" =~ s/\s+$//r } split /\n/, $o)));
+	}
+	return;
 }
 
 my $nodes = 0;
@@ -314,32 +691,21 @@ sub run_page
 		my $pid = sql($s, 'SELECT pg_backend_pid()');
 		return $session{$name} = { s => $s, pid => $pid, name => $name };
 	};
-	my $check = sub {
-		my ($step, $err) = @_;
-		my ($codes, $other) = messages($err);
-		my $want = join(',', @{ $step->{expect} // [] });
-		my $where = "$page:$step->{line}" . ($step->{hidden} ? ' (hidden step)' : '');
-		my $ok = is(join(',', @$codes), $want,
-			"$where: " . ($want eq '' ? 'runs without an error' : "raises $want"));
-		$ok &&= is(scalar(@$other), 0, "$where: psql has nothing else to say");
-		diag("$where:\n$step->{sql}\n--- stderr:\n$err") unless $ok;
-	};
 	my $finish = sub {
 		my ($ses) = @_;
 		my $step = delete $ses->{async} or return;
 		my ($out, $err) = finish_async($ses->{s});
-		note("$page:$step->{line} (async):\n$out\n$err") if $ENV{DOC_TEST_SHOW};
-		$check->($step, $err);
+		check_step($page, $step, $out, $err);
 	};
 
 	for my $step (@$steps)
 	{
 		my $ses = $open->($step);
 		$finish->($ses);
-		(my $sql = $step->{sql}) =~ s/\\watch\b[^\n]*/\\g/g;
+		my $script = encode('UTF-8', script($step));
 		if ($step->{async})
 		{
-			send_async($ses->{s}, $sql);
+			send_async($ses->{s}, $script);
 			$ses->{async} = $step;
 			# on once the block has ended or queues for a permit
 			ok( poll_until(
@@ -352,9 +718,25 @@ sub run_page
 		}
 		else
 		{
-			my ($out, $err) = sql2($ses->{s}, $sql);
-			note("$page:$step->{line}:\n$out\n$err") if $ENV{DOC_TEST_SHOW};
-			$check->($step, $err);
+			my ($out, $err) = sql2($ses->{s}, $script);
+			check_step($page, $step, $out, $err);
+		}
+		if ($step->{reconnects})
+		{
+			# the session's backend is a new one (the async poll watches it)
+			my ($pid, $err) = sql2($ses->{s}, 'SELECT pg_backend_pid()');
+			if (!ok($pid =~ /^\d+$/ && $err eq '', "$page:$step->{line}: the session is connected after its \\c"))
+			{
+				# psql running a script ends when a \c fails
+				diag("$page:$step->{line}: its \\c failed, and psql with it (does the role"
+					  . " exist, with LOGIN?  the database?): $pid$err");
+				close_session($ses->{s});
+				delete $session{ $ses->{name} };
+			}
+			else
+			{
+				$ses->{pid} = $pid;
+			}
 		}
 		sync_worker($node, $page, $step, [ map { $_->{pid} } values %session ])
 		  if $step->{sql} =~ /bulkhead_(?:workload|rule)\b|EXTENSION/i;
@@ -405,7 +787,7 @@ sub sync_worker
 for my $page (@pages)
 {
 	my ($steps, $problems) = parse_page($page);
-	is(join("\n", @$problems), '', "$page: every fence and doc-test comment can be read");
+	is(show(join("\n", @$problems)), '', "$page: every fence and doc-test comment can be read");
 	is(join("\n", check_links($page)), '', "$page: its relative links resolve");
 	note("$page: " . scalar(@$steps) . " SQL steps");
 	run_page($page, $steps) if @$steps;
