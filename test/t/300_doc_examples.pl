@@ -797,7 +797,13 @@ for my $page (@pages)
 	is(show(join("\n", @$problems)), '', "$page: every fence and doc-test comment can be read");
 	is(join("\n", check_links($page)), '', "$page: its relative links resolve");
 	note("$page: " . scalar(@$steps) . " SQL steps");
-	run_page($page, $steps) if @$steps;
+	# a page that dies (a session's psql gone mid-step) fails alone: the
+	# pages after it still run
+	if (@$steps && !eval { run_page($page, $steps); 1 })
+	{
+		fail("$page: the page ran to its end");
+		diag("$page: $@");
+	}
 }
 
 done_testing();
