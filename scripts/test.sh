@@ -108,7 +108,8 @@ TAP_MIDDLE_VERSIONS=(001_fifo 004_restart 005_worker_restart 006_standby
     580_memory_small 590_memory_bound
     600_feedback_underestimate 601_feedback_overgrant 602_feedback_swing
     603_feedback_restart 604_feedback_damaged_file 605_feedback_privacy
-    606_feedback_unrequested 607_feedback_extra_floor 610_explain_option
+    606_feedback_unrequested 607_feedback_extra_floor 608_feedback_extra_partial
+    610_explain_option
     620_nodelimit_guc_levels
     621_hashjoin_set_config 622_gather_error_settings 623_nodelimit_error_paths
     624_plain_role_settings 625_parallel_hash_unwrapped)

@@ -127,8 +127,7 @@ take_free(BulkheadGrant *g, const BulkheadMemRequest *req, int64 want,
 
 	if (want > avail)
 	{
-		outcome->setting_kb = Min(outcome->setting_kb, bulkhead_reqtotal_fit(req, avail));
-		want = (int64) bulkhead_memreq_bytes_at(req, outcome->setting_kb);
+		want = bulkhead_reqtotal_shrink(req, avail, &outcome->setting_kb);
 		outcome->shrunk = true;
 	}
 	bulkhead_grants_add_along(g, want);
@@ -361,8 +360,7 @@ bulkhead_grants_acquire(int slotno, const BulkheadMemRequest *req,
 	cut = bulkhead_grants_free_along(grant, true);
 	if (want > cut && !shadow)
 	{
-		outcome->setting_kb = bulkhead_reqtotal_fit(req, cut);
-		want = (int64) bulkhead_memreq_bytes_at(req, outcome->setting_kb);
+		want = bulkhead_reqtotal_shrink(req, cut, &outcome->setting_kb);
 		outcome->shrunk = true;
 	}
 	queue = bulkhead_grants_shared->head >= 0 ?

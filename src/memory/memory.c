@@ -227,7 +227,7 @@ grant(const void *owner, bool utility, int slotno, const BulkheadMemRequest *req
 	h->subid = GetCurrentSubTransactionId();
 	h->active_in = h->subid;
 	h->requested = measure_only ? 0 : bulkhead_memreq_bytes(req);
-	h->shrunk = outcome.shrunk;
+	h->shrunk = outcome.setting_kb < req->setting_kb;	/* its settings lowered */
 	h->plan = pending;
 	pending = NULL;
 	memset(h->asked, 0, sizeof(h->asked));
@@ -256,15 +256,15 @@ grant(const void *owner, bool utility, int slotno, const BulkheadMemRequest *req
 		h->plan->requested = h->requested;
 		h->plan->granted = h->granted ? h->grant.bytes : 0;
 		h->plan->wait_us = outcome.queued ? outcome.wait_us : 0;
-		h->plan->shrunk = h->shrunk;
+		h->plan->shrunk = outcome.shrunk;	/* its extra too */
 	}
 	bulkhead_memory_nheld++;
 	if (measure_only)
 		return h;
 	/* what it met (1.4, issue 42), once the grant is held and recorded */
-	bulkhead_statements_note_memory(slotno, h->requested, h->shrunk);
+	bulkhead_statements_note_memory(slotno, h->requested, outcome.shrunk);
 	if (outcome.queued)
-		bulkhead_waitlog_memory(slotno, outcome.wait_us, h->shrunk);
+		bulkhead_waitlog_memory(slotno, outcome.wait_us, outcome.shrunk);
 	if (outcome.borrowed)
 		bulkhead_waitlog_boost(slotno, true, true, outcome.wait_us);
 	return h;

@@ -137,3 +137,16 @@ bulkhead_reqtotal_fit(const BulkheadMemRequest *req, int64 avail)
 		return req->setting_kb;
 	return (int) Max(kb, (double) Min(floor_kb, req->setting_kb));
 }
+
+int64
+bulkhead_reqtotal_shrink(const BulkheadMemRequest *req, int64 avail, int *setting_kb)
+{
+	int			s = Min(*setting_kb, bulkhead_reqtotal_fit(req, avail));
+	double		bytes = bulkhead_memreq_bytes_at(req, s);
+
+	/* nodes at their own setting: of the extra, what is left in avail */
+	if (s >= req->setting_kb)
+		bytes += Min(req->extra, Max((double) avail - bytes, 0.0));
+	*setting_kb = s;
+	return (int64) bytes;
+}

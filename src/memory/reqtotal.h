@@ -33,4 +33,12 @@ extern void bulkhead_reqtotal_assign(BulkheadMemPlan *mp, const BulkheadMemReque
  */
 extern int	bulkhead_reqtotal_fit(const BulkheadMemRequest *req, int64 avail);
 
+/*
+ * req shrunk to avail bytes, its setting at most *setting_kb: its extra cut
+ * first (what of it fits beside the nodes at their own setting is kept),
+ * then its setting lowered by _fit (to *setting_kb).  Returns the bytes.
+ */
+extern int64 bulkhead_reqtotal_shrink(const BulkheadMemRequest *req, int64 avail,
+									  int *setting_kb);
+
 #endif							/* BULKHEAD_REQTOTAL_H */
