@@ -17,36 +17,14 @@ use warnings;
 use FindBin;
 use lib $FindBin::RealBin;
 use BulkheadTest;
+use BoundTest;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = bulkhead_node('memory_bound',
+my $node = bound_node('memory_bound',
 	conf => "bulkhead.max_memory = '16MB'\nmax_parallel_workers_per_gather = 0\n"
 	  . "autovacuum = off\njit = off\n");
-
-$node->safe_psql('postgres', q{
-	INSERT INTO bulkhead_workload (name, max_running, max_queued, queue_timeout,
-	                               max_memory, memory_timeout)
-	VALUES ('w', 8, 8, '60s', '8MB', '1s');
-	CREATE ROLE plain LOGIN;
-	ALTER ROLE plain SET bulkhead.workload = 'w';
-	CREATE TABLE big AS SELECT g AS a, md5(g::text) AS b FROM generate_series(1, 200000) g;
-	ANALYZE big;
-	GRANT SELECT ON big TO plain;
-	CREATE TABLE stale (a int, b text);
-	INSERT INTO stale SELECT g, md5(g::text) FROM generate_series(1, 100) g;
-	ANALYZE stale;
-	INSERT INTO stale SELECT g, md5(g::text) FROM generate_series(101, 100000) g;
-	GRANT SELECT ON stale TO plain;
-});
-wait_loaded($node, 'w', 8);
-
-sub as_plain
-{
-	my ($sql) = @_;
-	return $node->safe_psql('postgres', $sql, extra_params => [ '-U', 'plain' ]);
-}
 
 # The HashAggregates' Memory Usage (kB) in an EXPLAIN ANALYZE's output
 sub hash_usage
@@ -59,7 +37,7 @@ sub hash_usage
 my $three = 'SELECT count(*) FROM (SELECT b, count(*) FROM big GROUP BY b '
   . 'UNION ALL SELECT b, count(*) FROM big GROUP BY b '
   . 'UNION ALL SELECT b, count(*) FROM big GROUP BY b) s';
-my $plan = as_plain("SET work_mem = '64kB'; SET hash_mem_multiplier = 1000; SET enable_sort = off;"
+my $plan = as_plain($node, "SET work_mem = '64kB'; SET hash_mem_multiplier = 1000; SET enable_sort = off;"
 	  . "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $three");
 my @used = hash_usage($plan);
 is(scalar(@used), 3, 'three hash aggregates ran') or diag($plan);
@@ -75,24 +53,24 @@ is($node->safe_psql('postgres', 'SELECT memory_granted FROM bulkhead_stats WHERE
 	'0', 'nothing granted at rest');
 
 # 2. requests by use: a 1,000-row sort asks its estimate, not work_mem
-my $small = as_plain("SET work_mem = '256MB';"
+my $small = as_plain($node, "SET work_mem = '256MB';"
 	  . "SELECT memory_requested, memory_source FROM bulkhead_classify("
 	  . "'SELECT * FROM (SELECT * FROM big LIMIT 1000) s ORDER BY b')");
 my ($req, $src) = split /\|/, $small;
 cmp_ok($req, '<', 1024 * 1024, "a 1,000-row sort asks under 1 MB at work_mem 256MB ($req)");
 is($src, 'estimate', 'from the plan\'s estimates');
 # and runs, at once, while memory is free
-my $sorted = as_plain("SET work_mem = '256MB';"
+my $sorted = as_plain($node, "SET work_mem = '256MB';"
 	  . "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT * FROM (SELECT * FROM big LIMIT 1000) s ORDER BY b");
 like($sorted, qr/Sort Method: quicksort/, 'the small sort runs in memory');
 
 # 3. an under-estimate spills within its grant: ANALYZE saw a from 1 to
 # 100, the table now holds up to 100,000; the sort of a > 100 asks its
 # floor and runs with it
-my $stale = as_plain("SET work_mem = '256MB';"
+my $stale = as_plain($node, "SET work_mem = '256MB';"
 	  . "SELECT memory_requested FROM bulkhead_classify('SELECT * FROM stale WHERE a > 100 ORDER BY b')");
 cmp_ok($stale, '<=', 1024 * 1024, "the stale estimate asks little ($stale)");
-$plan = as_plain("SET work_mem = '256MB';"
+$plan = as_plain($node, "SET work_mem = '256MB';"
 	  . "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT * FROM stale WHERE a > 100 ORDER BY b");
 like($plan, qr/Sort Method: external merge/, 'the under-estimated sort spills (its grant holds it)')
   or diag($plan);
@@ -101,7 +79,7 @@ is($node->safe_psql('postgres', 'SELECT memory_granted FROM bulkhead_stats WHERE
 
 # 4. the session's settings are its own again after each statement, and
 # after an error inside a memory node
-is(as_plain("SET work_mem = '3MB'; SET hash_mem_multiplier = 7;"
+is(as_plain($node, "SET work_mem = '3MB'; SET hash_mem_multiplier = 7;"
 	  . "SELECT count(*) FROM (SELECT * FROM big ORDER BY b) s;"
 	  . "SELECT current_setting('work_mem') || ' ' || current_setting('hash_mem_multiplier')"),
 	"200000\n3MB 7", 'work_mem and hash_mem_multiplier as the session set them after a statement');
@@ -111,7 +89,7 @@ my ($ret, $out, $err) = $node->psql('postgres',
 	extra_params => [ '-U', 'plain' ]);
 like($err, qr/division by zero/, 'an error inside a sort');
 
-is(as_plain("SET work_mem = '3MB'; SET hash_mem_multiplier = 7;"
+is(as_plain($node, "SET work_mem = '3MB'; SET hash_mem_multiplier = 7;"
 	  . "DO \$\$ BEGIN PERFORM count(*) FROM (SELECT b, 1 / (a - 150000) FROM big ORDER BY b) x;"
 	  . " EXCEPTION WHEN division_by_zero THEN NULL; END \$\$;"
 	  . "SELECT current_setting('work_mem') || ' ' || current_setting('hash_mem_multiplier')"),

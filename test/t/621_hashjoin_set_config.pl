@@ -21,36 +21,14 @@ use warnings;
 use FindBin;
 use lib $FindBin::RealBin;
 use BulkheadTest;
+use BoundTest;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = bulkhead_node('hashjoin_set_config',
+my $node = bound_node('hashjoin_set_config',
 	conf => "bulkhead.max_memory = '16MB'\nmax_parallel_workers_per_gather = 0\n"
 	  . "autovacuum = off\njit = off\nlog_temp_files = 0\n");
-
-$node->safe_psql('postgres', q{
-	INSERT INTO bulkhead_workload (name, max_running, max_queued, queue_timeout,
-	                               max_memory, memory_timeout)
-	VALUES ('w', 8, 8, '60s', '8MB', '1s');
-	CREATE ROLE plain LOGIN;
-	ALTER ROLE plain SET bulkhead.workload = 'w';
-	CREATE TABLE big AS SELECT g AS a, md5(g::text) AS b FROM generate_series(1, 200000) g;
-	ANALYZE big;
-	GRANT SELECT ON big TO plain;
-	CREATE TABLE stale (a int, b text);
-	INSERT INTO stale SELECT g, md5(g::text) FROM generate_series(1, 100) g;
-	ANALYZE stale;
-	INSERT INTO stale SELECT g, md5(g::text) FROM generate_series(101, 100000) g;
-	GRANT SELECT ON stale TO plain;
-});
-wait_loaded($node, 'w', 8);
-
-sub as_plain
-{
-	my ($sql) = @_;
-	return $node->safe_psql('postgres', $sql, extra_params => [ '-U', 'plain' ]);
-}
 
 sub hash_line
 {
@@ -62,7 +40,7 @@ sub hash_line
 my $q = 'SELECT count(*) FROM big JOIN (SELECT * FROM stale WHERE a > 100) stale ON stale.a = big.a';
 
 # the control: the under-estimated hash spills within its grant
-my $plan = as_plain("SET work_mem = '256MB'; EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $q");
+my $plan = as_plain($node, "SET work_mem = '256MB'; EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $q");
 like($plan, qr/Hash Join.*Seq Scan on big.*Hash.*Seq Scan on stale/s,
 	'a hash join, big outer, stale hashed') or diag($plan);
 my ($batches, $kb) = hash_line($plan);
@@ -71,7 +49,7 @@ cmp_ok($batches, '>', 1, 'the under-estimated hash spills within its grant');
 
 # the attack: the outer scan's filter raises work_mem inside the hash
 # join's call, before its table is made
-$plan = as_plain("SET work_mem = '256MB'; EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) "
+$plan = as_plain($node, "SET work_mem = '256MB'; EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) "
 	  . "SELECT count(*) FROM big JOIN (SELECT * FROM stale WHERE a > 100) stale ON stale.a = big.a "
 	  . "WHERE big.b || set_config('work_mem', '256MB', false) IS NOT NULL");
 like($plan, qr/Hash Join.*Seq Scan on big.*Filter.*set_config.*Hash.*Seq Scan on stale/s,
@@ -93,7 +71,7 @@ sub temp_files
 {
 	my ($sql) = @_;
 	my $from = -s $node->logfile;
-	as_plain($sql);
+	as_plain($node, $sql);
 	my $log = slurp_file($node->logfile, $from);
 	my @files = $log =~ /temporary file/g;
 	return scalar(@files);
@@ -122,7 +100,7 @@ my $agg = "SELECT g FROM (SELECT a %% 3 AS g, b FROM stale WHERE a > 100) s GROU
 my $setup = "SET work_mem = '256MB'; SET enable_hashagg = off; "
   . "DO \$\$ BEGIN IF current_setting('server_version_num')::int >= 160000 THEN "
   . "SET enable_presorted_aggregate = off; END IF; END \$\$;";
-like(as_plain($setup . 'EXPLAIN (COSTS OFF) ' . sprintf($agg, "'x'")), qr/GroupAggregate/,
+like(as_plain($node, $setup . 'EXPLAIN (COSTS OFF) ' . sprintf($agg, "'x'")), qr/GroupAggregate/,
 	'a sorted aggregate');
 $control = temp_files($setup . sprintf($agg, "current_setting('work_mem')"));
 cmp_ok($control, '>', 2, "its under-estimated per-group sorts spill ($control temporary files)");

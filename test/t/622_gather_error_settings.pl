@@ -17,30 +17,14 @@ use warnings;
 use FindBin;
 use lib $FindBin::RealBin;
 use BulkheadTest;
+use BoundTest;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = bulkhead_node('gather_error_settings',
+my $node = bound_node('gather_error_settings',
 	conf => "bulkhead.max_memory = '32MB'\nautovacuum = off\njit = off\n"
-	  . "max_worker_processes = 16\nmax_parallel_workers = 8\n");
-
-$node->safe_psql('postgres', q{
-	INSERT INTO bulkhead_workload (name, max_running, max_queued, queue_timeout,
-	                               max_memory, memory_timeout)
-	VALUES ('w', 8, 8, '60s', '16MB', '1s');
-	CREATE ROLE plain LOGIN;
-	ALTER ROLE plain SET bulkhead.workload = 'w';
-	CREATE TABLE big AS SELECT g AS a, md5(g::text) AS b FROM generate_series(1, 200000) g;
-	ANALYZE big;
-	GRANT SELECT ON big TO plain;
-	CREATE TABLE stale (a int, b text);
-	INSERT INTO stale SELECT g, md5(g::text) FROM generate_series(1, 100) g;
-	ANALYZE stale;
-	INSERT INTO stale SELECT g, md5(g::text) FROM generate_series(101, 200000) g;
-	GRANT SELECT ON stale TO plain;
-});
-wait_loaded($node, 'w', 8);
+	  . "max_worker_processes = 16\nmax_parallel_workers = 8\n", memory => '16MB', stale_rows => 200000);
 
 my $parallel = "SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0;"
   . "SET min_parallel_table_scan_size = 0; SET max_parallel_workers_per_gather = 2;";

@@ -14,30 +14,14 @@ use warnings;
 use FindBin;
 use lib $FindBin::RealBin;
 use BulkheadTest;
+use BoundTest;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = bulkhead_node('plain_role_settings',
+my $node = bound_node('plain_role_settings',
 	conf => "bulkhead.max_memory = '16MB'\nmax_parallel_workers_per_gather = 0\n"
 	  . "autovacuum = off\njit = off\nlog_temp_files = 0\n");
-
-$node->safe_psql('postgres', q{
-	INSERT INTO bulkhead_workload (name, max_running, max_queued, queue_timeout,
-	                               max_memory, memory_timeout)
-	VALUES ('w', 8, 8, '60s', '8MB', '1s');
-	CREATE ROLE plain LOGIN;
-	ALTER ROLE plain SET bulkhead.workload = 'w';
-	CREATE TABLE big AS SELECT g AS a, md5(g::text) AS b FROM generate_series(1, 200000) g;
-	ANALYZE big;
-	GRANT SELECT ON big TO plain;
-	CREATE TABLE stale (a int, b text);
-	INSERT INTO stale SELECT g, md5(g::text) FROM generate_series(1, 100) g;
-	ANALYZE stale;
-	INSERT INTO stale SELECT g, md5(g::text) FROM generate_series(101, 100000) g;
-	GRANT SELECT ON stale TO plain;
-});
-wait_loaded($node, 'w', 8);
 
 my $s = session($node, 'postgres', 'plain');
 
